@@ -13,6 +13,11 @@ import typer
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 
 
+@app.callback()
+def main() -> None:
+    """ERIC pipeline tools (preprocess, evaluate, ...)."""
+
+
 def _fail(message: str) -> None:
     typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
     raise typer.Exit(code=2)
