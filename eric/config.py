@@ -38,7 +38,7 @@ class PreprocessParams(Section):
     max_target_units: int = Field(15, ge=1)
     max_units_per_story: int = Field(2000, ge=2)  # longer stories are skipped (counted)
     max_unit_chars: int = Field(2000, ge=10)  # longer "sentences" are markup residue
-    raw_char_budget: int = Field(20000, ge=100)  # raw text read per story (units 1..16 fit)
+    raw_char_budget: int = Field(8000, ge=100)  # raw text read per story; 16 units fit
     entity_labels: list[str] = ["PERSON", "ORG"]
     max_entities: int = Field(100, ge=1, le=1000)
     split_ratio: tuple[int, int, int] = (18, 1, 1)
