@@ -1,0 +1,94 @@
+"""Shared fixtures: small corpora written to tmp_path in each format."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from eric.config import PROJECT_ROOT, load_params
+
+SHARED_DATA = PROJECT_ROOT.parent / "shared" / "data"
+WIKIPLOTS_MINI = SHARED_DATA / "wikiplots-mini" / "plots.zip"
+WIKIBIO_MINI = SHARED_DATA / "wikibio-mini" / "wikibio.jsonl.gz"
+
+STORY_A = [
+    "Ash Williams drives to a cabin in the woods with his friends.",
+    "Ash and Linda find a tape recorder in the cellar.",
+    "The tape releases an evil force that possesses Linda.",
+    "Ash Williams fights the demons through the night.",
+    "Scotty leaves to find help but returns wounded.",
+    "Linda attacks Ash, who buries her near the cabin.",
+    "At dawn Ash believes the evil has gone.",
+]
+STORY_B = [
+    "A young reporter arrives in a small town.",
+    "Mary Jones works at the Daily Planet with her editor.",
+    "The Daily Planet sends her to cover a strike.",
+    "Mary meets the union leader Tom Carter.",
+    "Tom Carter asks Mary to publish the miners' story.",
+    "Her editor refuses and Mary quits the paper.",
+]
+
+
+def plots_bytes(stories: list[list[str]]) -> bytes:
+    return "".join("\n".join(s) + "\n<EOS>\n" for s in stories).encode()
+
+
+@pytest.fixture
+def write_wikiplots(tmp_path: Path):
+    def write(stories, titles=None, name="plots.zip", plots_raw: bytes | None = None) -> Path:
+        titles = titles if titles is not None else [f"Story {i}" for i in range(len(stories))]
+        path = tmp_path / name
+        with zipfile.ZipFile(path, "w") as zf:
+            zf.writestr("plots", plots_raw if plots_raw is not None else plots_bytes(stories))
+            if titles is not False:
+                zf.writestr("titles", "\n".join(titles) + "\n")
+        return path
+
+    return write
+
+
+@pytest.fixture
+def write_jsonl(tmp_path: Path):
+    def write(lines: list, name="corpus.jsonl.gz") -> Path:
+        raw = b"".join(
+            (line if isinstance(line, bytes) else json.dumps(line).encode()) + b"\n" for line in lines
+        )
+        path = tmp_path / name
+        path.write_bytes(gzip.compress(raw) if name.endswith(".gz") else raw)
+        return path
+
+    return write
+
+
+@pytest.fixture
+def write_cnn_tgz(tmp_path: Path):
+    def write(stories: dict[str, str]) -> Path:
+        path = tmp_path / "cnn_stories.tgz"
+        with tarfile.open(path, "w:gz") as tar:
+            for name, text in stories.items():
+                data = text.encode()
+                info = tarfile.TarInfo(f"cnn/stories/{name}.story")
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+        return path
+
+    return write
+
+
+@pytest.fixture
+def params_for(tmp_path: Path):
+    """Params pointing at a corpus, writing into tmp_path/out."""
+
+    def make(path: Path, kind: str, **preprocess):
+        overrides = {"corpus.path": str(path), "corpus.kind": kind, "preprocess.out_dir": str(tmp_path / "out")}
+        overrides.update({f"preprocess.{k}": v for k, v in preprocess.items()})
+        return load_params(None, overrides)
+
+    return make

@@ -1,0 +1,116 @@
+"""Every bad input is a one-line CorpusError or a counted skip, never a traceback."""
+
+import gzip
+import subprocess
+import sys
+
+import pytest
+
+from eric.data.errors import CorpusError, SkipCounter
+from eric.data.pipeline import run_preprocess
+from eric.data.readers import read_corpus
+from tests.conftest import STORY_A, STORY_B, plots_bytes
+
+
+def read_all(kind, path):
+    skips = SkipCounter()
+    return list(read_corpus(kind, path, skips)), skips
+
+
+def test_empty_plots_file(write_wikiplots):
+    with pytest.raises(CorpusError, match="no stories"):
+        read_all("wikiplots", write_wikiplots([], [], plots_raw=b""))
+
+
+def test_empty_jsonl_file(write_jsonl):
+    with pytest.raises(CorpusError, match="no stories"):
+        read_all("jsonl", write_jsonl([], "e.jsonl"))
+
+
+def test_titles_missing(write_wikiplots):
+    with pytest.raises(CorpusError, match="no 'titles'"):
+        read_all("wikiplots", write_wikiplots([STORY_A], titles=False))
+
+
+def test_titles_count_differs(write_wikiplots):
+    with pytest.raises(CorpusError, match="2 stories but 'titles' has 1"):
+        read_all("wikiplots", write_wikiplots([STORY_A, STORY_B], ["only one"]))
+
+
+def test_non_utf8_story_is_a_counted_skip(write_wikiplots):
+    raw = plots_bytes([STORY_A]) + b"Caf\xe9 \xff broken\n<EOS>\n" + plots_bytes([STORY_B])
+    stories, skips = read_all("wikiplots", write_wikiplots(None, ["a", "b", "c"], plots_raw=raw))
+    assert [s.title for s in stories] == ["a", "c"]
+    assert skips == {"invalid_utf8": 1}
+
+
+def test_jsonl_bad_lines_are_counted(write_jsonl):
+    lines = [{"text": "Fine."}, b"{not json", b"\xff\xfe", {"title": "no text"}, [1, 2]]
+    stories, skips = read_all("jsonl", write_jsonl(lines, "b.jsonl"))
+    assert len(stories) == 1
+    assert skips == {"invalid_json": 1, "invalid_utf8": 1, "missing_text": 2}
+
+
+@pytest.mark.parametrize(
+    "kind, fixture, message",
+    [
+        ("jsonl", "zip", "zip archive, not JSONL"),
+        ("wikiplots", "jsonl", "not a WikiPlots corpus"),
+        ("cnn", "zip", "not a CNN corpus"),
+    ],
+)
+def test_kind_mismatch(kind, fixture, message, write_wikiplots, write_jsonl):
+    path = write_wikiplots([STORY_A], ["a"]) if fixture == "zip" else write_jsonl([{"text": "x"}])
+    with pytest.raises(CorpusError, match=message):
+        read_all(kind, path)
+
+
+def test_jsonl_of_non_json_text_names_the_kind(tmp_path):
+    path = tmp_path / "plain.txt"
+    path.write_text("just text\nmore text\n")
+    with pytest.raises(CorpusError, match="is corpus.kind right"):
+        read_all("jsonl", path)
+
+
+def test_short_long_and_markup_stories_in_the_pipeline(write_wikiplots, params_for):
+    one_line = ["A single sentence story."]
+    huge = [f"Line {i} of an endless story." for i in range(10_000)]
+    markup = [
+        "[[Ash Williams|Ash]] drives to a cabin.",
+        "{{cite web}} Linda and '''Ash''' find a tape &amp; a book.<ref>src</ref>",
+        *STORY_A[2:],
+    ]
+    path = write_wikiplots([STORY_A, one_line, huge, markup, STORY_B])
+    stats = run_preprocess(params_for(path, "wikiplots"), progress=False)
+    assert stats.stories_in == 5
+    assert stats.examples == 3
+    assert stats.skipped == {"too_few_units": 1, "too_many_units": 1}
+
+
+def test_markup_residue_is_removed_from_units(write_wikiplots, params_for, tmp_path):
+    import pyarrow.parquet as pq
+
+    markup = ["Ash drives to a cabin.", "{{cite web}} Linda and '''Ash''' find a tape &amp; a book.<ref>src</ref>"]
+    path = write_wikiplots([markup + STORY_A[2:]])
+    run_preprocess(params_for(path, "wikiplots", split_ratio=[1, 0, 0]), progress=False)
+    unit = pq.read_table(tmp_path / "out" / "stage_one" / "train.parquet").column("units")[0][0].as_py()
+    assert not any(mark in unit for mark in ("{{", "'''", "&amp;", "<ref>", "src"))
+    assert unit.endswith("find a tape & a book.")
+
+
+def test_cli_reports_bad_path_in_one_line(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "eric.cli", "preprocess", "--corpus", str(tmp_path / "missing.zip")],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 2
+    assert "corpus path not found" in result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+
+
+def test_gzip_truncated_jsonl_is_one_line_error(tmp_path):
+    path = tmp_path / "t.jsonl.gz"
+    path.write_bytes(gzip.compress(b'{"text": "a"}\n' * 100)[:40])
+    with pytest.raises(CorpusError):
+        read_all("jsonl", path)
