@@ -1,0 +1,80 @@
+"""Preprocess throughput: our stage vs raw spaCy `nlp.pipe` on the same texts.
+
+    python benchmarks/bench_preprocess.py [--stories 600] [--corpus wikiplots|wikibio]
+
+Raw = `nlp.pipe` over exactly the texts our stage hands to spaCy, with the same
+components; ours = the whole stage (read, clean, NER, anonymize, write Parquet).
+Goal: ours >= 0.85 x raw. Also prints the speed-up of n_process=2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from itertools import islice
+from pathlib import Path
+
+from eric.config import load_params
+from eric.data.errors import SkipCounter
+from eric.data.nlp import load_pipeline
+from eric.data.pipeline import _tasks, run_preprocess
+from eric.data.readers import read_corpus
+
+CORPORA = {
+    "wikiplots": ("wikiplots", "../shared/data/wikiplots-mini/plots.zip"),
+    "wikibio": ("jsonl", "../shared/data/wikibio-mini/wikibio.jsonl.gz"),
+}
+
+
+def params(kind: str, path: str, stories: int, out: Path, n_process: int = 1):
+    return load_params(
+        None,
+        {
+            "corpus.kind": kind,
+            "corpus.path": path,
+            "preprocess.max_stories": stories,
+            "preprocess.out_dir": str(out),
+            "preprocess.n_process": n_process,
+        },
+    )
+
+
+def time_raw(cfg) -> float:
+    skips = SkipCounter()
+    stories = islice(read_corpus(cfg.corpus.kind, Path(cfg.corpus.path).resolve(), skips), cfg.preprocess.max_stories)
+    texts = [text for text, _ in _tasks(stories, cfg.preprocess, skips)]
+    nlp = load_pipeline(split_sentences=cfg.corpus.kind != "wikiplots")
+    start = time.perf_counter()
+    for _ in nlp.pipe(texts, batch_size=cfg.preprocess.batch_size):
+        pass
+    return time.perf_counter() - start
+
+
+def time_ours(cfg) -> float:
+    start = time.perf_counter()
+    run_preprocess(cfg, progress=False)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--stories", type=int, default=600)
+    parser.add_argument("--corpus", choices=CORPORA, default="wikiplots")
+    args = parser.parse_args()
+    kind, path = CORPORA[args.corpus]
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg1 = params(kind, path, args.stories, Path(tmp) / "one")
+        load_pipeline(split_sentences=kind != "wikiplots")  # model load outside the timings
+        raw = time_raw(cfg1)
+        ours = time_ours(cfg1)
+        ours2 = time_ours(params(kind, path, args.stories, Path(tmp) / "two", n_process=2))
+    n = args.stories
+    print(f"corpus={args.corpus} stories={n}")
+    print(f"raw nlp.pipe      : {n / raw:7.1f} stories/s")
+    print(f"ours, n_process=1 : {n / ours:7.1f} stories/s  (ratio to raw {raw / ours:.2f}; goal >= 0.85)")
+    print(f"ours, n_process=2 : {n / ours2:7.1f} stories/s  (speed-up {ours / ours2:.2f}x)")
+
+
+if __name__ == "__main__":
+    main()
