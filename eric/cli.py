@@ -28,6 +28,7 @@ def preprocess(
     params: Path = typer.Option(Path("params.yaml"), help="params.yaml to read"),
     corpus: Optional[str] = typer.Option(None, help="override corpus.path"),
     kind: Optional[str] = typer.Option(None, help="override corpus.kind (wikiplots|cnn|jsonl)"),
+    name: Optional[str] = typer.Option(None, help="override corpus.name (labels stats and runs)"),
     out_dir: Optional[str] = typer.Option(None, help="override preprocess.out_dir"),
     max_stories: Optional[int] = typer.Option(None, help="only the first N stories"),
 ) -> None:
@@ -41,6 +42,7 @@ def preprocess(
         for k, v in {
             "corpus.path": corpus,
             "corpus.kind": kind,
+            "corpus.name": name,
             "preprocess.out_dir": out_dir,
             "preprocess.max_stories": max_stories,
         }.items()
