@@ -56,5 +56,42 @@ def preprocess(
     typer.echo(stats.summary())
 
 
+@app.command()
+def evaluate(
+    generations: Path = typer.Argument(..., help="file of generations (released .txt, lines, .jsonl, .parquet)"),
+    references: Optional[Path] = typer.Option(None, "--references", "-r", help="human texts, paired by line/row"),
+    inputs: Optional[Path] = typer.Option(None, help="inputs, one per line (MAUVE scores input + text)"),
+    fmt: str = typer.Option("auto", "--format", help="auto|released|lines|jsonl|parquet"),
+    text_field: Optional[str] = typer.Option(None, help="JSONL/Parquet text field (default: final_text, text, ...)"),
+    input_field: Optional[str] = typer.Option(None, help="JSONL/Parquet input field (default: input, source)"),
+    reference_field: Optional[str] = typer.Option(None, help="JSONL/Parquet reference field (default: reference)"),
+    mauve: Optional[bool] = typer.Option(None, "--mauve/--no-mauve", help="override evaluate.mauve"),
+    featurizer: Optional[str] = typer.Option(None, help="override evaluate.featurizer: minilm | GPT-2 folder"),
+    seed: Optional[int] = typer.Option(None, help="override evaluate.seed (MAUVE)"),
+    max_units: Optional[int] = typer.Option(None, help="override evaluate.max_units"),
+    out: Optional[Path] = typer.Option(None, help="write the metrics as JSON here"),
+    params: Path = typer.Option(Path("params.yaml"), help="params.yaml for defaults (optional)"),
+) -> None:
+    """Score any file of generations: B-1/2, MSJ-1/2, MAUVE, Rpt, D-3/4, Zipf, Len."""
+    from rich.console import Console
+
+    from eric.config import ParamsError
+    from eric.evaluate.command import evaluate_file, load_settings, metrics_table, provenance_line, write_json
+    from eric.evaluate.errors import EvaluationError
+
+    overrides = {"mauve": mauve, "featurizer": featurizer, "seed": seed, "max_units": max_units}
+    try:
+        settings = load_settings(params, {k: v for k, v in overrides.items() if v is not None})
+        result = evaluate_file(
+            generations, references, inputs, fmt, text_field, input_field, reference_field, settings
+        )
+    except (ParamsError, EvaluationError) as exc:
+        _fail(str(exc))
+    Console().print(metrics_table(result, title=generations.name))
+    typer.echo(provenance_line(result))
+    if out:
+        write_json(result, out)
+
+
 if __name__ == "__main__":
     app()

@@ -57,10 +57,23 @@ class PreprocessParams(Section):
         return self
 
 
+class EvaluateParams(Section):
+    """Table-2 metrics (eric/evaluate): what is scored and how MAUVE featurizes."""
+
+    max_units: int = Field(15, ge=1)  # texts are scored on their first 15 units
+    mauve: bool = True
+    featurizer: str = "minilm"  # minilm | folder of a local GPT-2 checkpoint (the paper's)
+    seed: int = 42  # MAUVE's k-means seed, recorded with every score
+    mauve_max_tokens: int = Field(512, ge=8)  # GPT-2: 512 as in the paper; MiniLM caps at 256
+    feature_batch_size: int = Field(32, ge=1)
+    zipf_top: int = Field(5000, ge=2)
+
+
 class Params(Section):
     seed: int = 42
     corpus: CorpusParams = CorpusParams()
     preprocess: PreprocessParams = PreprocessParams()
+    evaluate: EvaluateParams = EvaluateParams()
 
 
 def _format_error(err: ValidationError, source: Path) -> str:

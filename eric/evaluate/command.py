@@ -1,0 +1,94 @@
+"""What `eric evaluate` does, kept out of cli.py: read the files, score, show, save."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import ValidationError
+from rich.table import Table
+
+from eric.config import EvaluateParams, ParamsError, load_params
+from eric.evaluate.io import read_generations
+from eric.evaluate.scoring import METRIC_NAMES, evaluate_texts, format_value
+
+
+def load_settings(params: Path, overrides: dict) -> EvaluateParams:
+    """The evaluate section of params.yaml (defaults when there is none), overridden."""
+    if params.is_file():
+        return load_params(params, {f"evaluate.{k}": v for k, v in overrides.items()}).evaluate
+    try:
+        return EvaluateParams(**overrides)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise ParamsError(f"evaluate.{first['loc'][0]}: {first['msg']}") from None
+
+
+def evaluate_file(
+    generations: Path,
+    references: Path | None = None,
+    inputs: Path | None = None,
+    fmt: str = "auto",
+    text_field: str | None = None,
+    input_field: str | None = None,
+    reference_field: str | None = None,
+    settings: EvaluateParams = EvaluateParams(),
+) -> dict:
+    """Scores of one file of generations; references and inputs come from their own
+    files when given, else from the generations file's own columns (if any)."""
+    found = read_generations(generations, fmt, text_field, input_field, reference_field)
+    ref_file = read_generations(references) if references else None
+    refs = ref_file.texts if ref_file else found.references
+    if inputs:
+        input_texts = read_generations(inputs, "lines").texts
+    else:
+        input_texts = found.inputs or (ref_file.inputs if ref_file else None)
+    result = evaluate_texts(
+        found.texts,
+        references=refs,
+        inputs=input_texts,
+        mauve=settings.mauve,
+        featurizer=settings.featurizer,
+        seed=settings.seed,
+        max_units=settings.max_units,
+        zipf_top=settings.zipf_top,
+        mauve_max_tokens=settings.mauve_max_tokens,
+        feature_batch_size=settings.feature_batch_size,
+    )
+    result.update(
+        {
+            "generations": str(generations),
+            "format": found.format,
+            "skipped_lines": found.skipped + (ref_file.skipped if ref_file else 0),
+            "references": str(references) if references else ("(own column)" if refs else None),
+        }
+    )
+    return result
+
+
+def metrics_table(result: dict, title: str = "Evaluation") -> Table:
+    """The metrics as the paper's Table 2 shows them (percentages, Len whole)."""
+    table = Table(title=title)
+    table.add_column("Metric")
+    table.add_column("Value", justify="right")
+    for name in METRIC_NAMES:
+        if name in result:
+            table.add_row(name, format_value(name, result[name]))
+    return table
+
+
+def provenance_line(result: dict) -> str:
+    """What produced the numbers, in one line under the table."""
+    notes = [f"{result['n_texts']} texts", f"at most {result['max_units']} units", result["tokenizer"]]
+    if "mauve_featurizer" in result:
+        notes.append(f"MAUVE: {result['mauve_featurizer']}, seed {result['mauve_seed']}")
+    elif not result.get("n_references"):
+        notes.append("no references: B, MSJ and MAUVE not computed")
+    if result.get("skipped_lines"):
+        notes.append(f"{result['skipped_lines']} lines skipped")
+    return "; ".join(notes)
+
+
+def write_json(result: dict, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=2) + "\n")

@@ -1,0 +1,92 @@
+"""`evaluate_texts`: every Table-2 metric for a set of generations, as one flat dict.
+
+Ratios are percentages (as in the paper's table); Zipf and Len are plain numbers.
+Reference metrics (B, MSJ, MAUVE) appear only when references are given; BLEU pairs
+generation i with reference i. The dict also records what produced the numbers
+(tokenizer, unit cap, MAUVE featurizer and seed), so a metrics file explains itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from eric.evaluate import metrics
+from eric.evaluate.errors import EvaluationError
+from eric.evaluate.mauve_score import MINILM, Featurizer, make_featurizer, mauve_score
+from eric.evaluate.text import TOKENIZER_NAME, prepare, tokenize
+
+METRIC_NAMES = (
+    "B-1", "B-2", "MSJ-1", "MSJ-2", "MAUVE",
+    "Rpt-16", "Rpt-32", "Rpt-64", "D-3", "D-4", "Zipf", "Len",
+)  # fmt: skip
+REFERENCE_FREE = ("Rpt-16", "Rpt-32", "Rpt-64", "D-3", "D-4", "Zipf", "Len")
+
+
+def evaluate_texts(
+    generations: Sequence[str],
+    references: Sequence[str] | None = None,
+    inputs: Sequence[str] | None = None,
+    *,
+    mauve: bool = True,
+    featurizer: str | Featurizer = MINILM,
+    seed: int = 42,
+    max_units: int = 15,
+    zipf_top: int = 5000,
+    mauve_max_tokens: int = 512,
+    feature_batch_size: int = 32,
+) -> dict:
+    """Score generations (optionally against references); see the module docstring."""
+    _check_lengths(generations, references, inputs)
+    hyp_texts = [prepare(t, max_units) for t in generations]
+    hyps = [tokenize(t) for t in hyp_texts]
+    scores = _reference_free(hyps, zipf_top)
+    about = {"n_texts": len(hyps), "n_references": 0, "max_units": max_units, "tokenizer": TOKENIZER_NAME}
+    if references is not None:
+        ref_texts = [prepare(t, max_units) for t in references]
+        scores.update(_with_references(hyps, [tokenize(t) for t in ref_texts]))
+        about["n_references"] = len(ref_texts)
+        if mauve:
+            score, provenance = _mauve(
+                hyp_texts, ref_texts, inputs, featurizer, seed, mauve_max_tokens, feature_batch_size
+            )
+            scores["MAUVE"] = score
+            about.update(provenance)
+    return {**{k: scores[k] for k in METRIC_NAMES if k in scores}, **about}
+
+
+def _check_lengths(generations, references, inputs) -> None:
+    if not generations:
+        raise EvaluationError("no generations to evaluate")
+    for name, other in (("references", references), ("inputs", inputs)):
+        if other is not None and len(other) != len(generations):
+            raise EvaluationError(f"{len(generations)} generations but {len(other)} {name}: they must pair up")
+
+
+def _reference_free(hyps, zipf_top: int) -> dict:
+    scores = {f"Rpt-{n}": 100 * metrics.repetition(hyps, n) for n in (16, 32, 64)}
+    scores.update({f"D-{n}": 100 * metrics.distinct(hyps, n) for n in (3, 4)})
+    scores["Zipf"] = metrics.zipf_coefficient(hyps, zipf_top)
+    scores["Len"] = metrics.mean_length(hyps)
+    return scores
+
+
+def _with_references(hyps, refs) -> dict:
+    scores = {f"B-{n}": 100 * metrics.bleu(hyps, refs, n) for n in (1, 2)}
+    scores.update({f"MSJ-{n}": 100 * metrics.ms_jaccard(hyps, refs, n) for n in (1, 2)})
+    return scores
+
+
+def _mauve(hyp_texts, ref_texts, inputs, featurizer, seed, max_tokens, batch_size) -> tuple[float, dict]:
+    if isinstance(featurizer, str):
+        featurizer = make_featurizer(featurizer, max_tokens=max_tokens, batch_size=batch_size)
+    if inputs is not None:  # the paper scores input + " " + text on both sides
+        hyp_texts = [f"{i} {t}" for i, t in zip(inputs, hyp_texts)]
+        ref_texts = [f"{i} {t}" for i, t in zip(inputs, ref_texts)]
+    score, buckets = mauve_score(featurizer(ref_texts), featurizer(hyp_texts), seed)
+    provenance = {"mauve_featurizer": featurizer.name, "mauve_seed": seed, "mauve_buckets": buckets}
+    return 100 * score, provenance
+
+
+def format_value(name: str, value: float) -> str:
+    """As the paper prints it: Len whole, everything else with two decimals."""
+    return f"{value:.0f}" if name == "Len" else f"{value:.2f}"

@@ -1,0 +1,44 @@
+"""What the metrics see: a generation with special tokens removed, cut to at most
+`max_units` units, tokenized by NLTK's WordPunctTokenizer (cased, punctuation as tokens).
+
+A generation may come as model output ("<sent> unit <sent> unit </s>") or in the
+authors' released format ("<mask>unit<mask>unit"): every unit marker splits, every
+other special token is dropped. Entity placeholders (<e3>, or <p3> in the released
+stage-one files) are kept as one token each, so a stage-one text scores without its
+placeholders being split into "<", "e3", ">".
+"""
+
+from __future__ import annotations
+
+import re
+from nltk.tokenize import WordPunctTokenizer
+
+UNIT_MARKERS = ("<sent>", "<mask>", "<s>")  # ours, the released files', BART's bos
+DROPPED_TOKENS = ("</s>", "<pad>", "<unk>", "<none>")
+_UNIT_SPLIT = re.compile("|".join(re.escape(m) for m in UNIT_MARKERS))
+_DROPPED = re.compile("|".join(re.escape(t) for t in DROPPED_TOKENS))
+_PLACEHOLDER = re.compile(r"(<[ep]\d+>)")
+_WORD_PUNCT = WordPunctTokenizer()
+TOKENIZER_NAME = "nltk.WordPunctTokenizer"
+
+
+def split_units(text: str) -> list[str]:
+    """Non-empty units of a generation, special tokens removed."""
+    units = _UNIT_SPLIT.split(_DROPPED.sub(" ", text))
+    return [" ".join(u.split()) for u in units if u.strip()]
+
+
+def prepare(text: str, max_units: int = 15) -> str:
+    """The scored text: at most `max_units` units joined by single spaces."""
+    return " ".join(split_units(text)[:max_units])
+
+
+def tokenize(text: str) -> list[str]:
+    """WordPunct tokens of an already prepared text; placeholders stay whole."""
+    tokens: list[str] = []
+    for piece in _PLACEHOLDER.split(text):
+        if _PLACEHOLDER.fullmatch(piece):
+            tokens.append(piece)
+        elif piece:
+            tokens.extend(_WORD_PUNCT.tokenize(piece))
+    return tokens
