@@ -1,0 +1,173 @@
+"""MLflow tracking: one experiment per corpus, one run per stage and variant.
+
+Default store: `sqlite:///<project>/mlflow.db` with artifacts under `<project>/mlartifacts/`
+(both git-ignored). `MLFLOW_TRACKING_URI` overrides it (e.g. a server started from infra/).
+Runs carry the tags `stage`, `variant`, `corpus`, `git_commit`, `git_dirty`, so the MLflow UI
+can put variants side by side. Nothing here needs a server; only the main rank logs.
+
+    tracker = start_run("wikiplots-mini", stage="train_stage_one", variant="eric",
+                        params=params.model_dump())
+    tracker.log_metrics({"train_loss": 3.2}, step=10)
+    tracker.finish()
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+from eric.config import PROJECT_ROOT
+
+DEFAULT_DB = PROJECT_ROOT / "mlflow.db"
+DEFAULT_ARTIFACTS = PROJECT_ROOT / "mlartifacts"
+MAX_PARAM_CHARS = 6000  # MLflow's limit on a param value
+
+
+def tracking_uri() -> str:
+    return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{DEFAULT_DB}"
+
+
+def _client():
+    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+    from mlflow.tracking import MlflowClient
+
+    return MlflowClient(tracking_uri=tracking_uri())
+
+
+def git_state(root: Path = PROJECT_ROOT) -> dict[str, str]:
+    """Commit hash and whether tracked files differ from it ('unknown' outside git)."""
+
+    def git(*args: str) -> str | None:
+        try:
+            out = subprocess.run(["git", "-C", str(root), *args], capture_output=True,
+                                 text=True, timeout=10)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return out.stdout.strip() if out.returncode == 0 else None
+
+    commit = git("rev-parse", "HEAD")
+    dirty = git("status", "--porcelain", "--untracked-files=no")
+    return {"git_commit": commit or "unknown",
+            "git_dirty": "unknown" if dirty is None else str(bool(dirty)).lower()}
+
+
+def flatten(tree: dict, prefix: str = "") -> dict[str, str]:
+    """{'train': {'lr': 1e-4}} -> {'train.lr': '0.0001'} (MLflow params are flat strings)."""
+    flat: dict[str, str] = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(flatten(value, f"{name}."))
+        else:
+            flat[name] = str(value)[:MAX_PARAM_CHARS]
+    return flat
+
+
+def experiment_id(client, name: str) -> str:
+    found = client.get_experiment_by_name(name)
+    if found is not None:
+        return found.experiment_id
+    location = None
+    if "MLFLOW_TRACKING_URI" not in os.environ:  # default store: artifacts beside the db
+        location = (DEFAULT_ARTIFACTS / name).as_uri()
+    try:
+        return client.create_experiment(name, artifact_location=location)
+    except Exception:  # created meanwhile by another process
+        found = client.get_experiment_by_name(name)
+        if found is None:
+            raise
+        return found.experiment_id
+
+
+class RunTracker:
+    """Logs to one MLflow run. `NullTracker` has the same methods and does nothing."""
+
+    def __init__(self, client, run_id: str):
+        self.client, self.run_id = client, run_id
+
+    def log_metrics(self, metrics: dict[str, float], step: int) -> None:
+        from mlflow.entities import Metric
+
+        now = int(time.time() * 1000)
+        batch = [Metric(k, float(v), now, step) for k, v in metrics.items() if v is not None]
+        if batch:
+            self.client.log_batch(self.run_id, metrics=batch)
+
+    def log_params(self, params: dict) -> None:
+        from mlflow.entities import Param
+
+        items = [Param(k, v) for k, v in flatten(params).items()]
+        for i in range(0, len(items), 100):  # MLflow caps a batch at 100 params
+            self.client.log_batch(self.run_id, params=items[i : i + 100])
+
+    def set_tags(self, tags: dict[str, str]) -> None:
+        for key, value in tags.items():
+            self.client.set_tag(self.run_id, key, str(value))
+
+    def log_artifact(self, path: str | Path) -> None:
+        self.client.log_artifact(self.run_id, str(path))
+
+    def finish(self, status: str = "FINISHED") -> None:
+        self.client.set_terminated(self.run_id, status=status)
+
+    def __enter__(self) -> "RunTracker":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.finish("FAILED" if exc_type else "FINISHED")
+
+
+class NullTracker(RunTracker):
+    def __init__(self) -> None:
+        super().__init__(None, None)
+
+    def log_metrics(self, metrics, step) -> None: ...
+    def log_params(self, params) -> None: ...
+    def set_tags(self, tags) -> None: ...
+    def log_artifact(self, path) -> None: ...
+    def finish(self, status: str = "FINISHED") -> None: ...
+
+
+def start_run(experiment: str, *, stage: str, variant: str, params: dict | None = None,
+              tags: dict | None = None, run_id: str | None = None,
+              enabled: bool = True) -> RunTracker:
+    """A new run tagged with stage/variant/corpus/git state and holding `params`;
+    with `run_id` (a resumed training) the same run is reopened instead."""
+    if not enabled:
+        return NullTracker()
+    client = _client()
+    if run_id is not None and _run_exists(client, run_id):
+        client.update_run(run_id, status="RUNNING")
+        return RunTracker(client, run_id)
+    all_tags = {"stage": stage, "variant": variant, "corpus": experiment, **git_state(),
+                **(tags or {})}
+    run = client.create_run(experiment_id(client, experiment), run_name=f"{stage}/{variant}",
+                            tags={k: str(v) for k, v in all_tags.items()})
+    tracker = RunTracker(client, run.info.run_id)
+    if params:
+        tracker.log_params(params)
+    return tracker
+
+
+def _run_exists(client, run_id: str) -> bool:
+    try:
+        client.get_run(run_id)
+    except Exception:
+        return False
+    return True
+
+
+def find_run(experiment: str, *, stage: str, variant: str) -> str | None:
+    """The latest run id of a stage and variant (for stages that log into it later)."""
+    client = _client()
+    found = client.get_experiment_by_name(experiment)
+    if found is None:
+        return None
+    runs = client.search_runs(
+        [found.experiment_id],
+        filter_string=f"tags.stage = '{stage}' and tags.variant = '{variant}'",
+        order_by=["attributes.start_time DESC"], max_results=1,
+    )
+    return runs[0].info.run_id if runs else None

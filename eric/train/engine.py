@@ -1,0 +1,65 @@
+"""`deepspeed.initialize` with a client torch AdamW and a linear-decay schedule.
+
+A torch optimizer (not DeepSpeed's `{"type": "AdamW"}`) means nothing but the
+communication op is JIT-compiled; DeepSpeed still wraps it for ZeRO, clipping,
+accumulation and checkpointing. The scheduler is handed to DeepSpeed so it steps at
+accumulation boundaries and is saved in checkpoints.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import torch
+
+from eric.train.checkpoint import use_safe_loading
+from eric.train.runtime import prepare_environment
+
+NO_DECAY = ("bias", "norm", "layernorm", "layer_norm")
+
+
+def parameter_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
+    """No weight decay on biases and normalisation weights."""
+    decay, no_decay = [], []
+    for name, param in model.named_parameters():
+        if not param.requires_grad:
+            continue
+        is_exempt = param.ndim < 2 or any(key in name.lower() for key in NO_DECAY)
+        (no_decay if is_exempt else decay).append(param)
+    return [
+        {"params": decay, "weight_decay": weight_decay},
+        {"params": no_decay, "weight_decay": 0.0},
+    ]
+
+
+def linear_schedule(total_steps: int, warmup_steps: int = 0):
+    """LR multiplier: linear warm-up, then linear decay to 0 at `total_steps`."""
+
+    def factor(step: int) -> float:
+        if step < warmup_steps:
+            return (step + 1) / (warmup_steps + 1)
+        remaining = total_steps - step
+        return max(0.0, remaining / max(1, total_steps - warmup_steps))
+
+    return factor
+
+
+def build_optimizer(model, lr: float, weight_decay: float, total_steps: int, warmup_steps: int = 0):
+    optimizer = torch.optim.AdamW(parameter_groups(model, weight_decay), lr=lr)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, linear_schedule(total_steps, warmup_steps))
+    return optimizer, scheduler
+
+
+def initialize(model: torch.nn.Module, ds_config: dict, *, lr: float, weight_decay: float,
+               total_steps: int, warmup_steps: int = 0):
+    """A DeepSpeed engine around `model`; works as a lone process or under a launcher."""
+    prepare_environment()
+    import deepspeed
+
+    deepspeed.utils.logger.setLevel(logging.WARNING)
+    optimizer, scheduler = build_optimizer(model, lr, weight_decay, total_steps, warmup_steps)
+    engine, _, _, _ = deepspeed.initialize(
+        model=model, optimizer=optimizer, lr_scheduler=scheduler, config=ds_config
+    )
+    use_safe_loading(engine)
+    return engine

@@ -1,0 +1,332 @@
+"""The training loop, one for every stage and variant: explicit, no framework magic.
+
+    trainer = Trainer(model, LoopSettings(...), train_set=..., collate_fn=...,
+                      val_set=..., checkpoint_dir=...)
+    result = trainer.fit()          # resumes from the latest checkpoint if there is one
+    trainer.save_pretrained(out_dir, tokenizer)
+
+Every optimizer step reads the step batch `DataOrder` assigns to it, so a resumed run
+continues at the same step and data position. Validation runs at the start, every
+`eval_every` steps (if set), at each epoch end and at the end; a checkpoint is written
+every `checkpoint_every` steps, at each epoch end and at the end.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Callable, Protocol, Sequence
+
+import torch
+import torch.distributed as dist
+from tqdm.auto import tqdm
+
+from eric.train.checkpoint import (
+    CheckpointManager,
+    full_precision_state_dict,
+    save_pretrained_atomic,
+)
+from eric.train.data_order import DataOrder, eval_batches
+from eric.train.ds_config import build_ds_config
+from eric.train.engine import initialize
+from eric.train.errors import TrainError
+from eric.train.meters import (
+    Averager,
+    StateUsageWindow,
+    Throughput,
+    batch_state_ids,
+    batch_tokens,
+    loss_terms,
+    target_tokens,
+)
+from eric.train.runtime import prepare_environment
+
+
+@dataclass
+class LoopSettings:
+    """Engine knobs. `TrainParams` in params.yaml carries the same names."""
+
+    deepspeed_config: str = "auto"  # infra/deepspeed/cpu.json or gpu_bf16_zero2.json
+    precision: str = "auto"  # auto | fp32 | bf16
+    micro_batch_size: int = 8
+    grad_accum_steps: int = 1
+    lr: float = 5e-4
+    weight_decay: float = 0.01
+    warmup_steps: int = 0
+    max_grad_norm: float = 1.0
+    epochs: int = 1
+    max_steps: int | None = None  # set: overrides epochs (continues across epochs)
+    checkpoint_every: int = 100
+    keep_checkpoints: int = 2
+    log_every: int = 10
+    eval_every: int | None = None
+    eval_at_start: bool = True
+    usage_window: int = 50  # steps over which distinct codebook states are counted
+    length_grouping: bool = True
+    progress: bool = True
+
+    @classmethod
+    def from_params(cls, params, **overrides) -> "LoopSettings":
+        """Pick the fields of this class from any params object that has them."""
+        values = {f.name: getattr(params, f.name) for f in fields(cls) if hasattr(params, f.name)}
+        return cls(**{**values, **overrides})
+
+
+class Tracker(Protocol):
+    def log_metrics(self, metrics: dict[str, float], step: int) -> None: ...
+
+
+@dataclass
+class TrainerState:
+    """What a checkpoint records besides DeepSpeed's own state (JSON)."""
+
+    step: int = 0
+    tokens: int = 0
+    train_seconds: float = 0.0
+    history: list[dict] = field(default_factory=list)  # train rows every log_every steps
+    val_history: list[dict] = field(default_factory=list)
+    resumed_from: list[int] = field(default_factory=list)
+    extra: dict = field(default_factory=dict)  # caller's (e.g. the MLflow run id)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "TrainerState":
+        return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data})
+
+
+@dataclass
+class TrainResult:
+    steps: int
+    epochs: float
+    tokens: int
+    train_seconds: float
+    tokens_per_s: float
+    final_train_loss: float | None
+    initial_val_loss: float | None
+    final_val_loss: float | None
+    states_used: int | None
+    resumed_from: list[int]
+    history: list[dict]
+    val_history: list[dict]
+
+    def summary(self) -> dict:
+        """The small JSON a DVC metrics file holds (no curves)."""
+        skip = {"history", "val_history"}
+        return {k: v for k, v in asdict(self).items() if k not in skip}
+
+
+def _to_device(batch: dict, device) -> dict:
+    return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
+
+
+def _reduce(values: dict[str, float], op=None) -> dict[str, float]:
+    """Sum (or `op`) a dict of floats over ranks; identity on one process."""
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return values
+    keys = sorted(values)
+    tensor = torch.tensor([values[k] for k in keys], dtype=torch.float64)
+    dist.all_reduce(tensor, op=op or dist.ReduceOp.SUM)
+    return dict(zip(keys, tensor.tolist()))
+
+
+class Trainer:
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        settings: LoopSettings,
+        *,
+        train_set: Sequence,
+        collate_fn: Callable[[list], dict],
+        checkpoint_dir: str | Path,
+        val_set: Sequence | None = None,
+        seed: int = 42,
+        fingerprint: str = "",
+        train_lengths: Sequence[int] | None = None,
+        val_lengths: Sequence[int] | None = None,
+        tracker: Tracker | None = None,
+        on_step_end: Callable[["Trainer"], None] | None = None,
+    ):
+        self.rank = prepare_environment()
+        self.settings, self.seed = settings, seed
+        self.train_set, self.val_set, self.collate_fn = train_set, val_set, collate_fn
+        self.tracker, self.on_step_end = tracker, on_step_end
+        self.order = DataOrder(
+            n_examples=len(train_set), micro_batch_size=settings.micro_batch_size,
+            grad_accum_steps=settings.grad_accum_steps, world_size=self.rank.world_size,
+            rank=self.rank.rank, seed=seed,
+            lengths=train_lengths if settings.length_grouping else None,
+        )
+        if self.order.steps_per_epoch == 0:
+            raise TrainError(
+                f"{len(train_set)} training examples do not fill one step batch of "
+                f"{self.order.step_batch_size} (micro batch x accumulation x ranks)"
+            )
+        self.total_steps = settings.max_steps or settings.epochs * self.order.steps_per_epoch
+        self.val_batches = (
+            eval_batches(len(val_set), settings.micro_batch_size, self.rank.rank,
+                         self.rank.world_size, val_lengths)
+            if val_set is not None and len(val_set) else []
+        )
+        self.ds_config = build_ds_config(
+            settings.deepspeed_config, micro_batch_size=settings.micro_batch_size,
+            grad_accum_steps=settings.grad_accum_steps, world_size=self.rank.world_size,
+            max_grad_norm=settings.max_grad_norm, precision=settings.precision,
+        )
+        self.engine = initialize(
+            model, self.ds_config, lr=settings.lr, weight_decay=settings.weight_decay,
+            total_steps=self.total_steps, warmup_steps=settings.warmup_steps,
+        )
+        self.checkpoints = CheckpointManager(
+            checkpoint_dir, self.rank, settings.keep_checkpoints, fingerprint
+        )
+        self.state = TrainerState()
+        self.losses = Averager()
+        self.throughput = Throughput()
+        self.usage = StateUsageWindow(settings.usage_window)
+        self._last_lr = settings.lr
+
+    # ---- public ----------------------------------------------------------------------
+    @property
+    def steps_per_epoch(self) -> int:
+        return self.order.steps_per_epoch
+
+    def fit(self, extra_state: dict | None = None) -> TrainResult:
+        """Train to `total_steps`, resuming from the latest matching checkpoint."""
+        self._resume_or_start(extra_state or {})
+        bar = tqdm(total=self.total_steps, initial=self.state.step, desc="train", unit="step",
+                   disable=not (self.settings.progress and self.rank.is_main), mininterval=1.0,
+                   dynamic_ncols=True)
+        while self.state.step < self.total_steps:
+            epoch, position = divmod(self.state.step, self.steps_per_epoch)
+            for _, micro_batches in self.order.iter_steps(epoch, position):
+                self._train_step(micro_batches)
+                bar.update(1)
+                bar.set_postfix(self._postfix(), refresh=False)
+                self._after_step()
+                if self.state.step >= self.total_steps:
+                    break
+        bar.close()
+        return self.result()
+
+    def save_pretrained(self, out_dir: str | Path, tokenizer=None) -> Path:
+        """Final weights (fp32 masters, safetensors) + tokenizer, in HF format."""
+        module = self.engine.module
+        state_dict = full_precision_state_dict(module)
+        return save_pretrained_atomic(module, out_dir, self.rank, tokenizer, state_dict)
+
+    def result(self) -> TrainResult:
+        vals = [row["val_loss"] for row in self.state.val_history]
+        return TrainResult(
+            steps=self.state.step,
+            epochs=round(self.state.step / self.steps_per_epoch, 3),
+            tokens=self.state.tokens,
+            train_seconds=round(self.state.train_seconds, 2),
+            tokens_per_s=round(self.state.tokens / self.state.train_seconds, 1)
+            if self.state.train_seconds else 0.0,
+            final_train_loss=self.state.history[-1]["loss"] if self.state.history else None,
+            initial_val_loss=vals[0] if vals else None,
+            final_val_loss=vals[-1] if vals else None,
+            states_used=self.usage.distinct(),
+            resumed_from=list(self.state.resumed_from),
+            history=list(self.state.history),
+            val_history=list(self.state.val_history),
+        )
+
+    # ---- steps -----------------------------------------------------------------------
+    def _resume_or_start(self, extra_state: dict) -> None:
+        self.checkpoints.prepare()
+        saved = self.checkpoints.load(self.engine)
+        if saved is not None:
+            self.state = TrainerState.from_dict(saved)
+            self.state.resumed_from.append(self.state.step)
+            self.state.extra.update(extra_state)
+            if self.rank.is_main:
+                epoch, position = divmod(self.state.step, self.steps_per_epoch)
+                tqdm.write(f"resuming at step {self.state.step} (epoch {epoch}, "
+                           f"step batch {position}) from {self.checkpoints.root}")
+            return
+        self.state = TrainerState(extra=dict(extra_state))
+        torch.manual_seed(self.seed + self.rank.rank)  # dropout stream per rank
+        if self.settings.eval_at_start:
+            self._validate()
+
+    def _train_step(self, micro_batches: list[list[int]]) -> None:
+        self.engine.train()
+        lr = self.engine.get_lr()[0]
+        self.throughput.start()
+        tokens = 0
+        for indices in micro_batches:
+            batch = self._batch(self.train_set, indices)
+            outputs = self.engine(**batch)
+            self.engine.backward(outputs.loss)
+            self.engine.step()
+            tokens += batch_tokens(batch)
+            self.losses.add(loss_terms(outputs))
+            self.usage.add(batch_state_ids(outputs))
+        tokens = int(_reduce({"tokens": tokens})["tokens"])  # all ranks' tokens
+        self.state.train_seconds += self.throughput.stop(tokens)
+        self.usage.end_step()
+        self.state.step += 1
+        self.state.tokens += tokens
+        self._last_lr = lr
+
+    def _after_step(self) -> None:
+        step, s = self.state.step, self.settings
+        epoch_end = step % self.steps_per_epoch == 0
+        done = step >= self.total_steps
+        if step % s.log_every == 0 or done:
+            self._log_train()
+        if self.val_batches and (epoch_end or done or (s.eval_every and step % s.eval_every == 0)):
+            self._validate()
+        if step % s.checkpoint_every == 0 or epoch_end or done:
+            self._checkpoint()
+        if self.on_step_end is not None:
+            self.on_step_end(self)
+
+    def _batch(self, dataset: Sequence, indices: list[int]) -> dict:
+        return _to_device(self.collate_fn([dataset[i] for i in indices]), self.engine.device)
+
+    # ---- logging, validation, checkpoints ---------------------------------------------
+    def _postfix(self) -> dict:
+        means = self.losses.means()
+        rate = self.throughput.window_tokens / max(self.throughput.window_seconds, 1e-9)
+        return {"loss": f"{means.get('loss', float('nan')):.3f}", "tok/s": f"{rate:,.0f}"}
+
+    def _log_train(self) -> None:
+        world = self.rank.world_size
+        means = {k: v / world for k, v in _reduce(self.losses.pop()).items()}
+        row = {"step": self.state.step, "epoch": round(self.state.step / self.steps_per_epoch, 4),
+               **{k: round(v, 5) for k, v in means.items()},
+               "lr": self._last_lr,
+               "tokens_per_s": round(self.throughput.pop_window(), 1)}
+        if self.usage.distinct() is not None:
+            row["states_used"] = self.usage.distinct()
+        self.state.history.append(row)
+        self._track({f"train_{k}" if k in means else k: v for k, v in row.items()
+                     if k not in ("step",)})
+
+    @torch.no_grad()
+    def _validate(self) -> None:
+        self.engine.eval()
+        sums = Averager()
+        for indices in self.val_batches:
+            batch = self._batch(self.val_set, indices)
+            outputs = self.engine(**batch)
+            sums.add(loss_terms(outputs), weight=target_tokens(batch) or len(indices))
+        self.engine.train()
+        totals = _reduce({**{f"sum_{k}": v for k, v in sums.sums.items()},
+                          **{f"n_{k}": v for k, v in sums.counts.items()}})
+        means = {k[4:]: totals[k] / totals[f"n_{k[4:]}"] for k in totals if k.startswith("sum_")}
+        row = {"step": self.state.step, "epoch": round(self.state.step / self.steps_per_epoch, 4),
+               **{f"val_{k}": round(v, 5) for k, v in means.items()}}
+        self.state.val_history.append(row)
+        self._track({k: v for k, v in row.items() if k != "step"})
+        if self.rank.is_main:
+            tqdm.write(f"step {row['step']}: val loss {row.get('val_loss', math.nan):.4f}")
+
+    def _track(self, metrics: dict) -> None:
+        if self.tracker is not None and self.rank.is_main:
+            self.tracker.log_metrics(metrics, step=self.state.step)
+
+    def _checkpoint(self) -> None:
+        self.checkpoints.save(self.engine, self.state.step, asdict(self.state))
