@@ -69,11 +69,75 @@ class EvaluateParams(Section):
     zipf_top: int = Field(5000, ge=2)
 
 
+class TokenizerParams(Section):
+    """The `tokenizer` stage (eric/data/tokenizer.py)."""
+
+    pretrained: str | None = None  # a local HF tokenizer dir (e.g. facebook/bart-base); null = train a BPE
+    vocab_size: int = Field(8000, ge=262)  # BPE vocabulary incl. BART's 5 specials (+ <sent> + placeholders)
+    min_frequency: int = Field(2, ge=1)
+    out_dir: str = "models/tokenizer"
+
+
+class VariantParams(Section):
+    """One model variant: which ERIC mechanisms it keeps (eric/model/variants.py)."""
+
+    state_attention: bool = True  # the state attention layer in every decoder block
+    state: bool = True  # s_n input, state space, predictor, sentence encoder, L_CL
+    entity: bool = True  # E(p_n) input and the entity planner, L_Ent
+    pretrained: bool = True  # start from model.init when it is set (false: the Seq2Seq baseline)
+
+    @model_validator(mode="after")
+    def _check(self) -> "VariantParams":
+        if self.state and not self.entity:
+            raise ValueError("a variant with state needs entity (the state predictor reads p_n)")
+        return self
+
+
+def _off(**switches) -> VariantParams:
+    return VariantParams(**{"state_attention": False, "state": False, "entity": False, **switches})
+
+
+DEFAULT_VARIANTS = {
+    "eric": VariantParams(),
+    "eric_no_state_attention": VariantParams(state_attention=False),
+    "eric_no_state": VariantParams(state=False),
+    "eric_no_state_no_entity": VariantParams(state=False, entity=False),
+    "bart": _off(),
+    "seq2seq": _off(pretrained=False),
+}
+
+
+class ModelParams(Section):
+    """The stage-one model (eric/model): size, init, the paper's knobs, paper-vs-code options."""
+
+    size: Literal["tiny", "base"] = "tiny"  # tiny: d256 3+3 layers; base: bart-base dims
+    init: str | None = None  # a local BART checkpoint dir (e.g. facebook/bart-base); its dims win over size
+    num_states: int = Field(512, ge=1)  # K
+    state_dim: int = Field(128, ge=1)  # D
+    max_entities: int = Field(100, ge=1, le=1000)  # keep equal to preprocess.max_entities
+    tau: float = Field(0.1, gt=0)
+    lambda_entity: float = Field(1.0, ge=0)
+    lambda_contrastive: float = Field(1.0, ge=0)
+    state_attention_heads: int = Field(1, ge=1)  # the authors' code: one head of D dims
+    dropout: float = Field(0.1, ge=0, lt=1)
+    # paper (default) vs the authors' released code
+    detach_planner_inputs: bool = False  # code: true (planner/predictor read detached decoder states)
+    hard_negatives: bool = False  # code: true (another entity of the same unit as a negative)
+    entity_temperature: float = Field(1.0, gt=0)  # code: 1.2 (sampling the next entity)
+    first_unit_state: bool = True  # code: false (unit 1 carries no entity/state)
+    entity_choice: Literal["uniform", "occurrence"] = "uniform"  # code: occurrence
+    max_source_length: int = Field(128, ge=8)
+    max_target_length: int = Field(512, ge=8)
+    variants: dict[str, VariantParams] = DEFAULT_VARIANTS
+
+
 class Params(Section):
     seed: int = 42
     corpus: CorpusParams = CorpusParams()
     preprocess: PreprocessParams = PreprocessParams()
     evaluate: EvaluateParams = EvaluateParams()
+    tokenizer: TokenizerParams = TokenizerParams()
+    model: ModelParams = ModelParams()
 
 
 def _format_error(err: ValidationError, source: Path) -> str:
