@@ -1,0 +1,117 @@
+"""MAUVE on precomputed features, and the two offline featurizers."""
+
+import numpy as np
+import pytest
+
+from eric.evaluate.errors import EvaluationError
+from eric.evaluate.mauve_score import GPT2Featurizer, make_featurizer, mauve_score
+from eric.evaluate.scoring import evaluate_texts
+
+
+def clusters(centres: np.ndarray, n: int, seed: int) -> np.ndarray:
+    """n points around the given centres (a few well separated modes)."""
+    rng = np.random.default_rng(seed)
+    picks = rng.integers(0, len(centres), size=n)
+    return centres[picks] + 0.05 * rng.normal(size=(n, centres.shape[1]))
+
+
+CENTRES = np.eye(16)[:4] * 5
+
+
+def test_same_distribution_scores_high_disjoint_scores_near_zero():
+    human = clusters(CENTRES, 60, seed=1)
+    same = clusters(CENTRES, 60, seed=2)  # another sample of the same modes
+    disjoint = clusters(-CENTRES, 60, seed=3)  # modes nowhere near the human ones
+    assert mauve_score(human, same, seed=42)[0] > 0.9
+    assert mauve_score(human, disjoint, seed=42)[0] < 0.05
+
+
+def test_mauve_is_deterministic_given_the_seed():
+    human, model = clusters(CENTRES, 50, seed=4), clusters(CENTRES[:3], 50, seed=5)
+    assert mauve_score(human, model, seed=7) == mauve_score(human, model, seed=7)
+
+
+class CountingFeaturizer:
+    """Deterministic features from the text itself (word counts over a tiny vocabulary)."""
+
+    name = "bag-of-words (test)"
+    vocab = ["ash", "linda", "cabin", "ship", "storm", "captain"]
+
+    def __init__(self):
+        self.seen: list[str] = []
+
+    def __call__(self, texts):
+        self.seen.extend(texts)
+        return np.array([[t.lower().split().count(w) + 0.01 * i for w in self.vocab] for i, t in enumerate(texts)])
+
+
+def test_evaluate_texts_scores_input_plus_text_and_records_provenance():
+    gens = ["<sent> Ash finds the cabin ."] * 10 + ["<sent> The ship meets a storm ."] * 10
+    refs = ["<sent> Linda reaches the cabin ."] * 10 + ["<sent> The captain sails on ."] * 10
+    inputs = [f"Prompt {i} ." for i in range(20)]
+    featurizer = CountingFeaturizer()
+    result = evaluate_texts(gens, refs, inputs, featurizer=featurizer, seed=3)
+    assert 0.0 < result["MAUVE"] <= 100.0
+    assert (result["mauve_featurizer"], result["mauve_seed"]) == ("bag-of-words (test)", 3)
+    assert "Prompt 0 . Ash finds the cabin ." in featurizer.seen  # special tokens gone, input first
+    assert "Prompt 0 . Linda reaches the cabin ." in featurizer.seen
+    no_mauve = evaluate_texts(gens, refs, mauve=False)
+    assert "MAUVE" not in no_mauve and "mauve_featurizer" not in no_mauve
+    assert no_mauve["B-1"] == result["B-1"]
+
+
+def test_generations_and_references_must_pair_up():
+    with pytest.raises(EvaluationError, match="3 generations but 2 references"):
+        evaluate_texts(["a", "b", "c"], ["a", "b"], mauve=False)
+    with pytest.raises(EvaluationError, match="no generations"):
+        evaluate_texts([])
+
+
+def test_minilm_featurizer_offline():
+    featurizer = make_featurizer("minilm")
+    features = featurizer(["Ash drives to the cabin.", "Ash drives to the cabin.", "A storm hits the ship."])
+    assert features.shape == (3, 384)
+    assert np.allclose(features[0], features[1])
+    assert not np.allclose(features[0], features[2])
+    assert "all-MiniLM-L6-v2" in featurizer.name and "256 tokens" in featurizer.name
+
+
+@pytest.fixture(scope="module")
+def tiny_gpt2(tmp_path_factory):
+    """A random 2-layer GPT-2 with a byte-level BPE trained here: a local checkpoint folder."""
+    from tokenizers import ByteLevelBPETokenizer
+    from transformers import GPT2Config, GPT2Model, PreTrainedTokenizerFast
+
+    folder = tmp_path_factory.mktemp("gpt2")
+    bpe = ByteLevelBPETokenizer()
+    corpus = ["Ash drives to the cabin in the woods.", "A storm hits the ship at night."] * 20
+    bpe.train_from_iterator(corpus, vocab_size=300, min_frequency=1, special_tokens=["<|endoftext|>"])
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token="<|endoftext|>")
+    tokenizer.save_pretrained(folder)
+    config = GPT2Config(vocab_size=len(tokenizer), n_embd=32, n_layer=2, n_head=2, n_positions=64)
+    GPT2Model(config).save_pretrained(folder)
+    return folder
+
+
+def test_gpt2_featurizer_takes_the_last_real_token_whatever_the_batch(tiny_gpt2):
+    texts = ["Ash drives.", "A storm hits the ship at night in the woods.", "Ash"]
+    one_by_one = GPT2Featurizer(tiny_gpt2, max_tokens=32, batch_size=1)(texts)
+    batched = GPT2Featurizer(tiny_gpt2, max_tokens=32, batch_size=3)(texts)  # right padding inside
+    assert one_by_one.shape == (3, 32)
+    assert np.allclose(one_by_one, batched, atol=1e-5)
+    assert "gpt2" in make_featurizer(str(tiny_gpt2)).name
+
+
+def test_gpt2_featurizer_truncates_to_max_tokens(tiny_gpt2):
+    featurizer = GPT2Featurizer(tiny_gpt2, max_tokens=4, batch_size=2)
+    long = "Ash drives to the cabin in the woods. " * 20  # far beyond 64 positions
+    assert featurizer([long]).shape == (1, 32)
+
+
+def test_missing_or_broken_gpt2_folder_is_a_one_line_error(tmp_path):
+    with pytest.raises(EvaluationError, match="not 'minilm' and not a local GPT-2 folder") as info:
+        make_featurizer(str(tmp_path / "gpt2"))
+    assert "\n" not in str(info.value)
+    (tmp_path / "config.json").write_text("{}")
+    with pytest.raises(EvaluationError, match="cannot load a GPT-2 checkpoint"):
+        make_featurizer(str(tmp_path))
