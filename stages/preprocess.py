@@ -1,25 +1,41 @@
 """DVC stage `preprocess`: corpus -> Parquet example sets + stats.json.
 
     python stages/preprocess.py [params.yaml]
+
+A Prefect flow (`stage-preprocess`, see stages/_flow.py) of three tasks.
 """
 
 from __future__ import annotations
 
-import sys
+from _flow import run_stage, stage_flow, stage_task
 
-from eric.config import ParamsError, load_params
+from eric.config import Params, ParamsError, load_params
 from eric.data.errors import CorpusError
 from eric.data.pipeline import run_preprocess
+from eric.data.stats import PreprocessStats
 
 
-def run(params_path: str = "params.yaml") -> dict:
-    stats = run_preprocess(load_params(params_path))
+@stage_task
+def read_params(params_path: str) -> Params:
+    return load_params(params_path)
+
+
+@stage_task
+def build_examples(cfg: Params) -> PreprocessStats:
+    """Read, segment, anonymize, split; write the Parquet sets and stats.json."""
+    return run_preprocess(cfg)
+
+
+@stage_task
+def summarize(stats: PreprocessStats) -> dict:
     print(stats.summary())
     return stats.to_dict()
 
 
+@stage_flow("preprocess")
+def run(params_path: str = "params.yaml") -> dict:
+    return summarize(build_examples(read_params(params_path)))
+
+
 if __name__ == "__main__":
-    try:
-        run(*sys.argv[1:2])
-    except (ParamsError, CorpusError) as exc:
-        sys.exit(f"preprocess: {exc}")
+    run_stage(run, ParamsError, CorpusError)

@@ -1,0 +1,132 @@
+"""Every DVC stage is a Prefect flow; its main steps are tasks.
+
+A stage file follows this pattern (DVC's `cmd` stays `python stages/<name>.py`):
+
+    from _flow import run_stage, stage_flow, stage_task
+
+    @stage_task(retries=2)                 # a step; retry only what can fail transiently
+    def fetch(...): ...
+
+    @stage_flow("train_stage_one")         # `run(params_path)` stays callable
+    def run(params_path: str = "params.yaml") -> dict: ...
+
+    if __name__ == "__main__":
+        run_stage(run, ParamsError, TrainError)   # these errors end in one line
+
+Where the flow reports:
+- PREFECT_API_URL set (a server from infra/services.sh, or a worker's flow run):
+  to that server; the pipeline flow hands its own server down to every stage.
+- unset: Prefect's ephemeral mode, a temporary server on 127.0.0.1 whose SQLite
+  state persists in <project>/.prefect (git-ignored), so its migrations run once.
+`run.fn(...)` runs the stage without Prefect at all (tasks then call straight
+through): what unit tests use.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import eric  # noqa: F401  (applies eric.env defaults: offline hub, telemetry off)
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+# Set before Prefect is imported: its settings are read once, at import.
+PREFECT_DEFAULTS = {
+    "PREFECT_HOME": str(PROJECT_ROOT / ".prefect"),
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    # the ephemeral server needs 8-30 s on 2 busy cores; Prefect's default is 20
+    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
+    # stages use no blocks; skipping their registration shortens every start
+    "PREFECT_API_BLOCKS_REGISTER_ON_START": "false",
+    "PREFECT_LOGGING_LOG_PRINTS": "true",
+}
+for _key, _value in PREFECT_DEFAULTS.items():
+    os.environ.setdefault(_key, _value)
+
+from prefect import Flow, Task, flow  # noqa: E402
+from prefect.cache_policies import NO_CACHE  # noqa: E402
+from prefect.context import FlowRunContext, TaskRunContext  # noqa: E402
+
+# Errors that mean "bad input" (ParamsError, CorpusError, ...): logged in one line,
+# never retried. Each stage names its own through run_stage / quiet_user_errors.
+USER_ERRORS: tuple[type[BaseException], ...] = ()
+
+
+class StageTask(Task):
+    """A Prefect task that, outside any flow run, is a plain function call."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if FlowRunContext.get() is None and TaskRunContext.get() is None:
+            return self.fn(*args, **kwargs)
+        return super().__call__(*args, **kwargs)
+
+
+def _retry_unless_user_error(task: Task, task_run: Any, state: Any) -> bool:
+    return not isinstance(state.data, USER_ERRORS)
+
+
+def stage_task(__fn: Callable | None = None, *, retries: int = 0, retry_delay_seconds: float = 5, **kwargs: Any):
+    """Decorate a stage's main step. Inputs are not hashed (params objects, frames)."""
+
+    def wrap(fn: Callable) -> StageTask:
+        return StageTask(
+            fn,
+            retries=retries,
+            retry_delay_seconds=retry_delay_seconds,
+            retry_condition_fn=_retry_unless_user_error,
+            cache_policy=NO_CACHE,
+            persist_result=False,
+            **kwargs,
+        )
+
+    return wrap(__fn) if __fn is not None else wrap
+
+
+def stage_flow(name: str, **kwargs: Any) -> Callable[[Callable], Flow]:
+    """Decorate a stage's `run`: the flow `stage-<name>`, results kept in memory only."""
+
+    def wrap(fn: Callable) -> Flow:
+        return flow(
+            fn,
+            name=f"stage-{name}",
+            persist_result=False,
+            validate_parameters=False,  # the stage validates params.yaml itself
+            **kwargs,
+        )
+
+    return wrap
+
+
+class _OneLineUserErrors(logging.Filter):
+    """Prefect logs a failing run with its traceback; for bad input, keep one line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and isinstance(record.exc_info[1], USER_ERRORS):
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
+def quiet_user_errors(*errors: type[BaseException]) -> None:
+    """Treat `errors` as bad input: no traceback in Prefect's logs, no retries."""
+    global USER_ERRORS
+    USER_ERRORS = tuple(dict.fromkeys(USER_ERRORS + errors))
+    for name in ("prefect.flow_runs", "prefect.task_runs"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _OneLineUserErrors) for f in logger.filters):
+            logger.addFilter(_OneLineUserErrors())
+
+
+def run_stage(stage: Flow, *errors: type[BaseException], argv: list[str] | None = None) -> Any:
+    """`python stages/<name>.py [params.yaml]`: run the flow; bad input exits in one line."""
+    quiet_user_errors(*errors)
+    args = sys.argv[1:2] if argv is None else argv
+    try:
+        return stage(*args)
+    except USER_ERRORS as exc:
+        sys.exit(f"{stage.name}: {exc}")
