@@ -149,6 +149,7 @@ class CheckpointManager:
             shutil.rmtree(final, ignore_errors=True)
             os.replace(partial / tag, final)
             write_atomic(self.root / LATEST, tag)
+            shutil.rmtree(partial, ignore_errors=True)  # DeepSpeed also drops a script there
             self._prune()
         barrier()
         return self.root / tag
