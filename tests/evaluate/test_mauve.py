@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from eric.evaluate.errors import EvaluationError
-from eric.evaluate.mauve_score import GPT2Featurizer, make_featurizer, mauve_score
+from eric.evaluate.mauve_score import GPT2Featurizer, cached_features, make_featurizer, mauve_score
 from eric.evaluate.scoring import evaluate_texts
 
 
@@ -42,7 +42,8 @@ class CountingFeaturizer:
 
     def __call__(self, texts):
         self.seen.extend(texts)
-        return np.array([[t.lower().split().count(w) + 0.01 * i for w in self.vocab] for i, t in enumerate(texts)])
+        counts = [[t.lower().split().count(w) for w in self.vocab] for t in texts]
+        return np.array(counts, dtype=float) + 0.01 * np.arange(len(texts))[:, None]
 
 
 def test_evaluate_texts_scores_input_plus_text_and_records_provenance():
@@ -58,6 +59,17 @@ def test_evaluate_texts_scores_input_plus_text_and_records_provenance():
     no_mauve = evaluate_texts(gens, refs, mauve=False)
     assert "MAUVE" not in no_mauve and "mauve_featurizer" not in no_mauve
     assert no_mauve["B-1"] == result["B-1"]
+
+
+def test_feature_cache_reuses_features_of_the_same_texts_and_featurizer(tmp_path):
+    featurizer = CountingFeaturizer()
+    texts = ["ash cabin", "ship storm"]
+    first = cached_features(featurizer, texts, tmp_path)
+    again = cached_features(featurizer, texts, tmp_path)
+    assert np.array_equal(first, again) and featurizer.seen == texts  # computed once
+    featurizer.name = "another featurizer"
+    cached_features(featurizer, texts, tmp_path)
+    assert featurizer.seen == texts * 2  # a different featurizer never reads those features
 
 
 def test_generations_and_references_must_pair_up():

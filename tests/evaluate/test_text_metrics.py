@@ -29,7 +29,8 @@ def test_released_format_units_and_cap():
 
 
 def test_wordpunct_tokens_keep_placeholders_whole():
-    assert tokenize("<e0> meets <e12>'s dog, again.") == ["<e0>", "meets", "<e12>", "'", "s", "dog", ",", "again", "."]
+    expected = ["<e0>", "meets", "<e12>", "'", "s", "dog", ",", "again", "."]
+    assert tokenize("<e0> meets <e12>'s dog, again.") == expected
 
 
 # --- BLEU ----------------------------------------------------------------------
