@@ -20,6 +20,7 @@ import yaml
 
 DVC = [sys.executable, "-m", "dvc"]
 LOCK_BUSY = "Unable to acquire lock"
+DELETE = "~"  # an override key "~a.b" removes a.b from params.yaml (Hydra's syntax)
 
 
 class PipelineError(RuntimeError):
@@ -61,7 +62,7 @@ def check_overrides(params: dict, overrides: Mapping[str, Any]) -> None:
     """Fail in one line before DVC starts if a key is not in params.yaml."""
     for key in overrides:
         node: Any = params
-        for part in key.split("."):
+        for part in key.removeprefix(DELETE).split("."):
             if not isinstance(node, dict) or part not in node:
                 raise OverrideError(f"override {key!r}: params.yaml has no such key")
             node = node[part]
@@ -72,7 +73,7 @@ def dvc_command(overrides: Mapping[str, Any], exp_name: str | None = None, force
         return [*DVC, "repro", *(["--force"] if force else [])]
     args = [*DVC, "exp", "run", *(["--force"] if force else []), *(["--name", exp_name] if exp_name else [])]
     for key, value in overrides.items():
-        args += ["-S", f"{key}={hydra_value(value)}"]
+        args += ["-S", key if key.startswith(DELETE) else f"{key}={hydra_value(value)}"]
     return args
 
 

@@ -31,6 +31,7 @@ os.environ.setdefault("DO_NOT_TRACK", "1")
 
 import review  # noqa: E402
 from dvc_steps import (  # noqa: E402
+    DELETE,
     DvcLockBusy,
     OverrideError,
     PipelineError,
@@ -69,20 +70,23 @@ def gather_overrides(params: dict, profile, overrides, variants, corpus: dict, m
     if model_init is not None:
         merged[MODEL_INIT_KEY] = model_init
     if variants:
-        merged[VARIANTS_KEY] = _select_variants(params.get(VARIANTS_KEY), list(variants))
+        merged.update(_select_variants(params.get(VARIANTS_KEY), list(variants)))
     check_overrides(params, merged)
     return merged
 
 
-def _select_variants(declared, chosen: list[str]):
-    """The sweep's subset of params.yaml's variants (a list, or a mapping of knobs)."""
+def _select_variants(declared, chosen: list[str]) -> dict[str, Any]:
+    """Overrides that leave only `chosen` of params.yaml's variants: a list is
+    replaced; a mapping (name -> knobs) loses its other entries (Hydra merges dicts)."""
     if declared is None:
         raise OverrideError(f"params.yaml has no `{VARIANTS_KEY}` list to sweep over")
     names = list(declared.keys() if isinstance(declared, dict) else declared)
     unknown = [v for v in chosen if v not in names]
     if unknown:
         raise OverrideError(f"unknown variant(s) {unknown}; params.yaml declares {names}")
-    return {v: declared[v] for v in chosen} if isinstance(declared, dict) else chosen
+    if isinstance(declared, dict):
+        return {f"{DELETE}{VARIANTS_KEY}.{name}": None for name in names if name not in chosen}
+    return {VARIANTS_KEY: chosen}
 
 
 class _OneLinePipelineErrors(logging.Filter):
@@ -139,6 +143,7 @@ def _metrics_or_none(root: Path, env: dict[str, str]) -> dict[str, dict]:
 def stage_env(uri: str, experiment: str, parent_run: str) -> dict[str, str]:
     """What every stage inherits: this flow's Prefect server and MLflow run."""
     env = dict(os.environ, MLFLOW_TRACKING_URI=uri, MLFLOW_EXPERIMENT_NAME=experiment, ERIC_PARENT_RUN_ID=parent_run)
+    env.setdefault("DVC_NO_ANALYTICS", "1")
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH")]))
     api = getattr(get_run_context().client, "api_url", None)
     if api:  # an ephemeral server too: stages then skip starting their own

@@ -123,10 +123,15 @@ def quiet_user_errors(*errors: type[BaseException]) -> None:
 
 
 def run_stage(stage: Flow, *errors: type[BaseException], argv: list[str] | None = None) -> Any:
-    """`python stages/<name>.py [params.yaml]`: run the flow; bad input exits in one line."""
+    """`python stages/<name>.py [params.yaml]`: run the flow; bad input exits in one line.
+
+    Under a distributed launcher (deepspeed, torchrun) only rank 0 is a Prefect
+    flow run; the other ranks run the same function without Prefect."""
     quiet_user_errors(*errors)
-    args = sys.argv[1:2] if argv is None else argv
+    given = sys.argv[1:] if argv is None else argv
+    args = [a for a in given if not a.startswith("--local_rank")][:1]  # deepspeed appends it
+    call = stage if int(os.environ.get("RANK", "0")) == 0 else stage.fn
     try:
-        return stage(*args)
+        return call(*args)
     except USER_ERRORS as exc:
         sys.exit(f"{stage.name}: {exc}")

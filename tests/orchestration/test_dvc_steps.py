@@ -1,0 +1,116 @@
+"""flows/dvc_steps.py: the DVC command a flow runs, its overrides, its failures."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import yaml
+from dvc.utils.hydra import apply_overrides
+from dvc_steps import (
+    DvcLockBusy,
+    OverrideError,
+    PipelineError,
+    check_overrides,
+    dvc_command,
+    experiment_name,
+    hydra_value,
+    read_metrics,
+    run_streaming,
+)
+
+VALUES = [
+    None,
+    True,
+    20,
+    0.0005,
+    "wikiplots",
+    "../shared/data/wikiplots-mini/plots.zip",
+    "C:/odd path/it's:here.zip",
+    "42",
+    [3, 1],
+    ["eric", "no_states"],
+    {"lr": 0.001, "name": "x y"},
+]
+
+
+@pytest.mark.parametrize("value", VALUES)
+def test_hydra_value_round_trips_through_dvcs_own_parser(tmp_path, value):
+    params = tmp_path / "params.yaml"
+    params.write_text("knob: 1\n")
+    apply_overrides(params, [f"knob={hydra_value(value)}"])
+    assert yaml.safe_load(params.read_text())["knob"] == value
+
+
+def test_no_overrides_is_dvc_repro():
+    assert dvc_command({})[-1] == "repro"
+    assert dvc_command({}, force=True)[-2:] == ["repro", "--force"]
+
+
+def test_overrides_are_a_dvc_experiment():
+    args = dvc_command({"preprocess.max_stories": 40, "corpus.kind": "cnn"}, exp_name="smoke")
+    assert args[3:] == [
+        "exp", "run", "--name", "smoke",
+        "-S", "preprocess.max_stories=40", "-S", "corpus.kind='cnn'",
+    ]  # fmt: skip
+
+
+def test_a_tilde_key_deletes_the_entry_with_dvcs_own_parser(tmp_path):
+    params = tmp_path / "params.yaml"
+    params.write_text("variants:\n  eric: {states: 8}\n  bart: {states: 0}\n")
+    overrides = {"~variants.eric": None}
+    check_overrides(yaml.safe_load(params.read_text()), overrides)
+    args = dvc_command(overrides)
+    assert args[-2:] == ["-S", "~variants.eric"]
+    apply_overrides(params, [args[-1]])
+    assert yaml.safe_load(params.read_text()) == {"variants": {"bart": {"states": 0}}}
+
+
+def test_check_overrides_names_the_missing_key():
+    params = {"seed": 1, "preprocess": {"max_stories": None}}
+    check_overrides(params, {"seed": 2, "preprocess.max_stories": 5})
+    with pytest.raises(OverrideError, match="'preprocess.max_storys'"):
+        check_overrides(params, {"preprocess.max_storys": 5})
+    with pytest.raises(OverrideError, match="'seed.x'"):
+        check_overrides(params, {"seed.x": 5})
+
+
+def _python(code: str) -> list[str]:
+    return [sys.executable, "-c", code, "x", "y"]  # args[2:4] name the command
+
+
+def test_run_streaming_logs_every_line_and_returns_the_tail(tmp_path):
+    seen = []
+    out = run_streaming(_python("print('a'); print(''); print('Ran experiment(s): quiet-owl')"), tmp_path, dict(os.environ), seen.append)
+    assert seen == ["a", "Ran experiment(s): quiet-owl"]
+    assert experiment_name(out) == "quiet-owl"
+    assert experiment_name("Stage 'x' didn't change") is None
+
+
+def test_a_failed_run_raises_its_error_line(tmp_path):
+    code = "import sys; print('ERROR: failed to reproduce \\'train\\': boom'); print('hint'); sys.exit(3)"
+    with pytest.raises(PipelineError, match=r"exit 3\): ERROR: failed to reproduce 'train': boom") as info:
+        run_streaming(_python(code), tmp_path, dict(os.environ), lambda line: None)
+    assert not isinstance(info.value, DvcLockBusy)
+
+
+def test_a_busy_lock_is_its_own_retryable_error(tmp_path):
+    code = "import sys; print('ERROR: Unable to acquire lock. Most likely another DVC process is running'); sys.exit(1)"
+    with pytest.raises(DvcLockBusy):
+        run_streaming(_python(code), tmp_path, dict(os.environ), lambda line: None)
+
+
+def test_read_metrics_reads_the_files_dvc_yaml_declares(tmp_path):
+    env = dict(os.environ, DVC_NO_ANALYTICS="1")
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    subprocess.run([sys.executable, "-m", "dvc", "init", "-q"], cwd=tmp_path, env=env, check=True)
+    (tmp_path / "dvc.yaml").write_text(
+        "stages:\n  eval:\n    cmd: 'true'\n    metrics:\n      - metrics/eric/eval.json:\n          cache: false\n"
+    )
+    (tmp_path / "metrics" / "eric").mkdir(parents=True)
+    (tmp_path / "metrics" / "eric" / "eval.json").write_text(json.dumps({"bleu": 2.5, "n": {"k": 1}}))
+    (tmp_path / "undeclared.json").write_text(json.dumps({"x": 1}))
+    assert read_metrics(tmp_path, env) == {"metrics/eric/eval.json": {"bleu": 2.5, "n": {"k": 1}}}

@@ -1,0 +1,96 @@
+"""flows/pipeline.py: deployment parameters -> the overrides DVC applies.
+
+The flow itself runs in tests/e2e, under a worker, against real servers."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from dvc_steps import OverrideError
+from pipeline import PROFILES, _parse_args, gather_overrides, pipeline, profile_overrides
+
+from eric.config import DEFAULT_PARAMS
+
+PARAMS = {
+    "seed": 42,
+    "corpus": {"name": "wikiplots-mini", "kind": "wikiplots", "path": "x.zip"},
+    "model": {"init": "random"},
+    "preprocess": {"max_stories": None},
+    "variants": ["eric", "no_states", "bart"],
+}
+NO_CORPUS = {"corpus_path": None, "corpus_kind": None, "corpus_name": None}
+
+
+def test_the_embedded_default_has_no_overrides():
+    assert gather_overrides(PARAMS, None, None, None, NO_CORPUS, None) == {}
+
+
+def test_smoke_profile_applies_to_the_real_params_yaml():
+    smoke = profile_overrides("smoke")
+    assert smoke and all(isinstance(k, str) for k in smoke)
+    params = yaml.safe_load(DEFAULT_PARAMS.read_text())
+    assert gather_overrides(params, "smoke", None, None, NO_CORPUS, None) == smoke
+
+
+def test_explicit_overrides_win_over_the_profile():
+    merged = gather_overrides(PARAMS, "smoke", {"preprocess.max_stories": 7}, None, NO_CORPUS, None)
+    assert merged["preprocess.max_stories"] == 7
+
+
+def test_custom_corpus_and_model_init_map_to_params_keys():
+    corpus = {"corpus_path": "/data/cnn_stories.tgz", "corpus_kind": "cnn", "corpus_name": None}
+    merged = gather_overrides(PARAMS, None, None, None, corpus, "/models/bart-base")
+    assert merged == {"corpus.path": "/data/cnn_stories.tgz", "corpus.kind": "cnn", "model.init": "/models/bart-base"}
+
+
+def test_a_sweep_picks_declared_variants_from_a_list_or_a_mapping():
+    assert gather_overrides(PARAMS, None, None, ["bart", "eric"], NO_CORPUS, None) == {"variants": ["bart", "eric"]}
+    knobs = {**PARAMS, "variants": {"eric": {"states": 8}, "bart": {"states": 0}, "x": {}}}
+    assert gather_overrides(knobs, None, None, ["bart"], NO_CORPUS, None) == {"~variants.eric": None, "~variants.x": None}
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("nope", None, None, None), "no profile 'nope'.*known: .*smoke"),
+        ((None, {"train.lr": 1}, None, None), "'train.lr': params.yaml has no such key"),
+        ((None, None, ["eric", "gpt2"], None), r"unknown variant\(s\) \['gpt2'\]"),
+    ],
+)
+def test_bad_parameters_fail_in_one_line_before_dvc_runs(args, message):
+    profile, overrides, variants, model_init = args
+    with pytest.raises(OverrideError, match=message):
+        gather_overrides(PARAMS, profile, overrides, variants, NO_CORPUS, model_init)
+
+
+def test_a_sweep_needs_declared_variants():
+    with pytest.raises(OverrideError, match="no `variants` list"):
+        gather_overrides({"seed": 1}, None, None, ["eric"], NO_CORPUS, None)
+
+
+def test_every_profile_file_is_a_flat_mapping_of_dotted_keys():
+    for path in PROFILES.glob("*.yaml"):
+        data = yaml.safe_load(path.read_text())
+        assert isinstance(data, dict) and all(not isinstance(v, dict) for v in data.values()), path
+
+
+def test_command_line_arguments():
+    kwargs = _parse_args(["--profile", "smoke", "-S", "preprocess.max_stories=5", "-S", "corpus.kind=cnn", "--variants", "eric,bart"])
+    assert kwargs["profile"] == "smoke"
+    assert kwargs["overrides"] == {"preprocess.max_stories": 5, "corpus.kind": "cnn"}
+    assert kwargs["variants"] == ["eric", "bart"]
+    with pytest.raises(SystemExit):
+        _parse_args(["-S", "no-equals-sign"])
+
+
+def test_prefect_yaml_deploys_this_flow_with_parameters_it_accepts():
+    from eric.config import PROJECT_ROOT
+
+    spec = yaml.safe_load((PROJECT_ROOT / "prefect.yaml").read_text())
+    accepted = set(pipeline.parameters.properties)
+    names = {d["name"] for d in spec["deployments"]}
+    assert names == {"embedded-default", "ablation-sweep", "custom-corpus"}
+    for deployment in spec["deployments"]:
+        assert deployment["entrypoint"] == "flows/pipeline.py:pipeline"
+        assert deployment["work_pool"]["name"] == "eric-process"
+        assert set(deployment["parameters"]) <= accepted, deployment["name"]
