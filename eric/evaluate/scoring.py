@@ -88,6 +88,7 @@ def _featurizer(spec: str | Featurizer, max_tokens: int, batch_size: int) -> Fea
 
 def _mauve(hyp_texts, ref_texts, inputs, featurizer: Featurizer, seed, cache) -> tuple[float, dict]:
     if inputs is not None:  # the paper scores input + " " + text on both sides
+        inputs = [prepare(i) for i in inputs]  # prepared like the texts, as the authors do
         hyp_texts = [f"{i} {t}" for i, t in zip(inputs, hyp_texts)]
         ref_texts = [f"{i} {t}" for i, t in zip(inputs, ref_texts)]
     human = cached_features(featurizer, ref_texts, cache)

@@ -28,9 +28,24 @@ def split_units(text: str) -> list[str]:
     return [" ".join(u.split()) for u in units if u.strip()]
 
 
+# The authors' scorer re-joins the text gluing punctuation and clitics to the word
+# before them; adjacent marks then tokenize as ONE WordPunct token ("Inc . ," ->
+# "Inc .,"). It changes 22 of the 1,000 released texts, and only with it do
+# Rpt-16/32/64 come out as the paper's 16.22/28.12/37.06 (not 16.23/28.13/37.07).
+# Order matters and is the scorer's.
+_GLUE = (" .", " ?", " !", " ,", " ' ", " n't", " 'm", " 's", " 've", " 're")
+
+
+def glue_punctuation(text: str) -> str:
+    text = " ".join(text.split())
+    for mark in _GLUE:
+        text = text.replace(mark, mark.strip())
+    return " ".join(text.split())
+
+
 def prepare(text: str, max_units: int = 15) -> str:
-    """The scored text: at most `max_units` units joined by single spaces."""
-    return " ".join(split_units(text)[:max_units])
+    """The scored text: at most `max_units` units, joined, punctuation glued."""
+    return glue_punctuation(" ".join(split_units(text)[:max_units]))
 
 
 def tokenize(text: str) -> list[str]:

@@ -54,8 +54,9 @@ def test_evaluate_texts_scores_input_plus_text_and_records_provenance():
     result = evaluate_texts(gens, refs, inputs, featurizer=featurizer, seed=3)
     assert 0.0 < result["MAUVE"] <= 100.0
     assert (result["mauve_featurizer"], result["mauve_seed"]) == ("bag-of-words (test)", 3)
-    assert "Prompt 0 . Ash finds the cabin ." in featurizer.seen  # special tokens gone, input first
-    assert "Prompt 0 . Linda reaches the cabin ." in featurizer.seen
+    # special tokens gone, punctuation glued as the authors' scorer does, input first
+    assert "Prompt 0. Ash finds the cabin." in featurizer.seen
+    assert "Prompt 0. Linda reaches the cabin." in featurizer.seen
     no_mauve = evaluate_texts(gens, refs, mauve=False)
     assert "MAUVE" not in no_mauve and "mauve_featurizer" not in no_mauve
     assert no_mauve["B-1"] == result["B-1"]

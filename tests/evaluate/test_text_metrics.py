@@ -5,7 +5,7 @@ import math
 import pytest
 
 from eric.evaluate import metrics
-from eric.evaluate.text import prepare, split_units, tokenize
+from eric.evaluate.text import glue_punctuation, prepare, split_units, tokenize
 
 
 def toks(text: str) -> list[str]:
@@ -105,3 +105,9 @@ def test_zipf_uses_only_the_top_tokens():
 
 def test_length_is_mean_tokens_per_text():
     assert metrics.mean_length([toks("a b c"), toks("d")]) == 2.0
+
+
+def test_glue_punctuation_merges_adjacent_marks_into_one_token():
+    # the authors' scorer glues marks to the word before; "Inc . ," becomes "Inc.,"
+    assert glue_punctuation("Inc . , he said ! Bob ' s dog isn 't here .") == "Inc., he said! Bob's dog isn 't here."
+    assert tokenize(prepare("<mask>Smith Inc . , a firm .")) == ["Smith", "Inc", ".,", "a", "firm", "."]
