@@ -132,6 +132,52 @@ class ModelParams(Section):
     variants: dict[str, VariantParams] = DEFAULT_VARIANTS
 
 
+class TrainParams(Section):
+    """Both training stages (eric/train): DeepSpeed engine, schedule, budget, checkpoints.
+    Field names match eric.train.loop.LoopSettings."""
+
+    deepspeed_config: str = "auto"  # auto: infra/deepspeed/cpu.json, or gpu_bf16_zero2.json on CUDA
+    precision: Literal["auto", "fp32", "bf16"] = "auto"  # auto: bf16 where the hardware has it
+    micro_batch_size: int = Field(8, ge=1)
+    grad_accum_steps: int = Field(1, ge=1)
+    lr: float = Field(5e-4, gt=0)  # paper: 1e-4 from bart-base; a random tiny model wants more
+    weight_decay: float = Field(0.01, ge=0)
+    warmup_steps: int = Field(0, ge=0)  # paper: none; linear decay to 0 either way
+    max_grad_norm: float = Field(1.0, ge=0)
+    epochs: int = Field(2, ge=1)
+    max_steps: int | None = Field(None, ge=1)  # set: the step budget, across epochs
+    max_train_examples: int | None = Field(None, ge=1)  # a head of the split (smoke runs)
+    max_val_examples: int | None = Field(None, ge=1)
+    checkpoint_every: int = Field(100, ge=1)  # steps; also at each epoch end
+    keep_checkpoints: int = Field(2, ge=1)
+    checkpoint_dir: str = "models/checkpoints"  # resumable DeepSpeed state (outside DVC outs)
+    out_dir: str = "models/stage_one"  # <out_dir>/<variant>: HF model + tokenizer
+    metrics_dir: str = "metrics/train"  # <variant>.json, mentions.json
+    plots_dir: str = "plots/train"  # <variant>.csv (train curve), <variant>_val.csv
+    log_every: int = Field(10, ge=1)
+    eval_every: int | None = Field(None, ge=1)  # validation also every N steps (besides epochs)
+    usage_window: int = Field(50, ge=1)  # steps over which distinct codebook states are counted
+    length_grouping: bool = True
+    mlflow: bool = True
+    progress: bool = True
+
+
+class MentionsParams(Section):
+    """Stage two (`train_mentions`): a plain BART seq2seq writing the mentions; trained by
+    the same engine with `train`'s settings, except what is set here."""
+
+    size: Literal["tiny", "base"] = "tiny"
+    init: str | None = None  # a local BART checkpoint dir; its dims and weights win over size
+    epochs: int | None = Field(None, ge=1)  # null: train.epochs
+    max_steps: int | None = Field(None, ge=1)
+    lr: float | None = Field(None, gt=0)
+    micro_batch_size: int | None = Field(None, ge=1)
+    max_source_length: int = Field(512, ge=8)  # input + separator + stage-one text
+    max_target_length: int = Field(128, ge=8)  # "<e0> Ash Williams <e1> Linda ..."
+    dropout: float = Field(0.1, ge=0, lt=1)
+    out_dir: str = "models/mentions"
+
+
 class Params(Section):
     seed: int = 42
     corpus: CorpusParams = CorpusParams()
@@ -139,6 +185,16 @@ class Params(Section):
     evaluate: EvaluateParams = EvaluateParams()
     tokenizer: TokenizerParams = TokenizerParams()
     model: ModelParams = ModelParams()
+    variants: list[str] = ["eric", "bart"]  # the stage-one variants the pipeline trains
+    train: TrainParams = TrainParams()
+    mentions: MentionsParams = MentionsParams()
+
+    @model_validator(mode="after")
+    def _known_variants(self) -> "Params":
+        unknown = [v for v in self.variants if v not in self.model.variants]
+        if unknown:
+            raise ValueError(f"variants {unknown} are not defined in model.variants")
+        return self
 
 
 def _format_error(err: ValidationError, source: Path) -> str:

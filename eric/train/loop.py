@@ -198,6 +198,7 @@ class Trainer:
                    dynamic_ncols=True)
         while self.state.step < self.total_steps:
             epoch, position = divmod(self.state.step, self.steps_per_epoch)
+            self._set_collate_epoch(epoch)
             for _, micro_batches in self.order.iter_steps(epoch, position):
                 self._train_step(micro_batches)
                 bar.update(1)
@@ -283,6 +284,11 @@ class Trainer:
         if self.on_step_end is not None:
             self.on_step_end(self)
 
+    def _set_collate_epoch(self, epoch: int) -> None:
+        """A collator that draws per epoch (ERIC's entity choice) redraws deterministically."""
+        if hasattr(self.collate_fn, "set_epoch"):
+            self.collate_fn.set_epoch(epoch)
+
     def _batch(self, dataset: Sequence, indices: list[int]) -> dict:
         return _to_device(self.collate_fn([dataset[i] for i in indices]), self.engine.device)
 
@@ -308,12 +314,14 @@ class Trainer:
     @torch.no_grad()
     def _validate(self) -> None:
         self.engine.eval()
+        self._set_collate_epoch(0)  # the same draws at every validation: comparable losses
         sums = Averager()
         for indices in self.val_batches:
             batch = self._batch(self.val_set, indices)
             outputs = self.engine(**batch)
             sums.add(loss_terms(outputs), weight=target_tokens(batch) or len(indices))
         self.engine.train()
+        self._set_collate_epoch(self.state.step // self.steps_per_epoch)
         totals = _reduce({**{f"sum_{k}": v for k, v in sums.sums.items()},
                           **{f"n_{k}": v for k, v in sums.counts.items()}})
         means = {k[4:]: totals[k] / totals[f"n_{k[4:]}"] for k in totals if k.startswith("sum_")}

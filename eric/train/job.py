@@ -1,0 +1,153 @@
+"""One training stage run end to end, shared by `train_stage_one` and `train_mentions`:
+fingerprint -> MLflow run (reopened on resume) -> Trainer.fit -> HF model + tokenizer,
+metrics JSON, loss-curve CSVs -> checkpoints cleared.
+
+The fingerprint (settings, model section, data and tokenizer file hashes) decides whether
+a checkpoint left by a killed run may be resumed: a run with other settings starts afresh.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+import pyarrow.parquet as pq
+import torch
+
+from eric.config import Params, resolve_path
+from eric.tracking import start_run
+from eric.train.checkpoint import CheckpointManager
+from eric.train.errors import TrainError
+from eric.train.loop import LoopSettings, Trainer, TrainResult
+from eric.train.runtime import prepare_environment
+
+# Settings that change how a run is watched, not what it computes.
+COSMETIC = {"progress", "log_every", "checkpoint_every", "keep_checkpoints"}
+
+
+@dataclass
+class TrainingJob:
+    stage: str  # train_stage_one | train_mentions
+    variant: str  # eric, bart, ... | mentions
+    params: Params
+    settings: LoopSettings
+    model: torch.nn.Module
+    tokenizer: object
+    collate_fn: Callable[[list], dict]
+    train_set: Sequence
+    val_set: Sequence
+    model_dir: Path
+    metrics_path: Path
+    plots_path: Path  # train curve; the validation curve goes beside it as <name>_val.csv
+    inputs: list[Path] = field(default_factory=list)  # data/tokenizer files in the fingerprint
+    model_params: dict = field(default_factory=dict)  # the model section this run used
+    train_lengths: Sequence[int] | None = None
+    val_lengths: Sequence[int] | None = None
+
+
+def read_rows(path: Path, columns: list[str], limit: int | None = None) -> list[dict]:
+    if not path.is_file():
+        raise TrainError(f"{path}: no such dataset (run the preprocess stage first)")
+    table = pq.read_table(path, columns=columns)
+    return table.slice(0, limit).to_pylist() if limit else table.to_pylist()
+
+
+def file_digest(paths: Sequence[Path]) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(paths):
+        for file in sorted(path.rglob("*")) if path.is_dir() else [path]:
+            if file.is_file():
+                digest.update(file.name.encode())
+                digest.update(file.read_bytes())
+    return digest.hexdigest()
+
+
+def fingerprint(job: TrainingJob) -> str:
+    settings = {k: v for k, v in asdict(job.settings).items() if k not in COSMETIC}
+    spec = {"stage": job.stage, "variant": job.variant, "seed": job.params.seed,
+            "settings": settings, "model": job.model_params, "inputs": file_digest(job.inputs),
+            "examples": [len(job.train_set), len(job.val_set)]}
+    return hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def tracked_params(job: TrainingJob) -> dict:
+    return {"seed": job.params.seed, "variant": job.variant, "corpus": job.params.corpus.model_dump(),
+            "model": job.model_params, "tokenizer": job.params.tokenizer.model_dump(),
+            "train": asdict(job.settings),
+            "parameters": sum(p.numel() for p in job.model.parameters())}
+
+
+def run_job(job: TrainingJob) -> dict:
+    """Train (resuming if possible), save everything, return the metrics dict."""
+    rank = prepare_environment()
+    key = fingerprint(job)
+    checkpoint_dir = resolve_path(job.params.train.checkpoint_dir) / job.stage / job.variant
+    resume = CheckpointManager(checkpoint_dir, rank, fingerprint=key).peek()
+    tracker = start_run(
+        job.params.corpus.name, stage=job.stage, variant=job.variant, params=tracked_params(job),
+        run_id=(resume or {}).get("extra", {}).get("mlflow_run_id"),
+        enabled=job.params.train.mlflow and rank.is_main,
+    )
+    try:
+        trainer = Trainer(
+            job.model, job.settings, train_set=job.train_set, collate_fn=job.collate_fn,
+            val_set=job.val_set, checkpoint_dir=checkpoint_dir, seed=job.params.seed,
+            fingerprint=key, train_lengths=job.train_lengths, val_lengths=job.val_lengths,
+            tracker=tracker,
+        )
+        result = trainer.fit(extra_state={"mlflow_run_id": tracker.run_id})
+        trainer.save_pretrained(job.model_dir, job.tokenizer)
+        metrics = summarize(job, result, tracker.run_id)
+        if rank.is_main:
+            write_outputs(job, result, metrics)
+            report(tracker, job, metrics)
+        trainer.checkpoints.clear()  # the model is saved: a rerun starts afresh
+    except BaseException:
+        tracker.finish("FAILED")
+        raise
+    tracker.finish()
+    return metrics
+
+
+def summarize(job: TrainingJob, result: TrainResult, run_id: str | None) -> dict:
+    last_val = result.val_history[-1] if result.val_history else {}
+    return {
+        "stage": job.stage, "variant": job.variant, **result.summary(),
+        "final_val_lm_loss": last_val.get("val_lm_loss"),
+        "train_examples": len(job.train_set), "val_examples": len(job.val_set),
+        "parameters": sum(p.numel() for p in job.model.parameters()),
+        "model_dir": str(job.model_dir), "mlflow_run_id": run_id,
+    }
+
+
+def write_csv(path: Path, rows: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    columns = list(dict.fromkeys(k for row in rows for k in row))
+    with open(path, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def val_plot_path(plots_path: Path) -> Path:
+    return plots_path.with_name(f"{plots_path.stem}_val{plots_path.suffix}")
+
+
+def write_outputs(job: TrainingJob, result: TrainResult, metrics: dict) -> None:
+    job.metrics_path.parent.mkdir(parents=True, exist_ok=True)
+    job.metrics_path.write_text(json.dumps(metrics, indent=2) + "\n")
+    write_csv(job.plots_path, result.history)
+    write_csv(val_plot_path(job.plots_path), result.val_history)
+
+
+def report(tracker, job: TrainingJob, metrics: dict) -> None:
+    numbers = {f"summary.{k}": v for k, v in metrics.items()
+               if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    tracker.log_metrics(numbers, step=metrics["steps"])
+    tracker.set_tags({"model_dir": str(job.model_dir)})
+    for path in (job.metrics_path, job.plots_path, val_plot_path(job.plots_path)):
+        tracker.log_artifact(path)

@@ -1,0 +1,116 @@
+"""DVC stage `train_stage_one@<variant>`: the stage-one model of one variant, trained with
+DeepSpeed on data/processed/stage_one.
+
+    python stages/train_stage_one.py <variant> [params.yaml]
+    torchrun --nproc_per_node 2 stages/train_stage_one.py <variant>   # several ranks / GPUs
+
+Outputs: models/stage_one/<variant>/ (HF format + tokenizer), metrics/train/<variant>.json,
+plots/train/<variant>.csv and <variant>_val.csv. A killed run resumes from
+models/checkpoints/train_stage_one/<variant>/ when rerun with the same settings.
+A Prefect flow (`stage-train_stage_one`) of three tasks; under a multi-rank launcher
+only rank 0 is a flow run, the other ranks call the same function without Prefect.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from _flow import quiet_user_errors, stage_flow, stage_task
+
+from eric.config import Params, ParamsError, load_params, resolve_path
+from eric.train.errors import TrainError
+from eric.train.job import TrainingJob, read_rows, run_job
+from eric.train.loop import LoopSettings
+
+COLUMNS = ["id", "source", "target", "unit_entities"]
+
+
+@stage_task
+def read_params(params_path: str, variant: str) -> Params:
+    params = load_params(params_path)
+    if variant not in params.model.variants:
+        raise ParamsError(f"unknown variant {variant!r}; model.variants has {sorted(params.model.variants)}")
+    return params
+
+
+@stage_task
+def prepare(params: Params, variant: str) -> TrainingJob:
+    """Data, tokenizer, collator and a freshly initialized model of the variant."""
+    import torch
+
+    from eric.data.collate import StageOneCollator
+    from eric.data.tokenizer import load_tokenizer
+    from eric.model.variants import build_model
+
+    m, t = params.model, params.train
+    data = resolve_path(params.preprocess.out_dir) / "stage_one"
+    tokenizer_dir = resolve_path(params.tokenizer.out_dir)
+    try:
+        tokenizer = load_tokenizer(tokenizer_dir, m.max_entities)
+    except (FileNotFoundError, ValueError) as exc:
+        raise TrainError(str(exc)) from None
+    collator = StageOneCollator(
+        tokenizer, max_source_length=m.max_source_length, max_target_length=m.max_target_length,
+        max_entities=m.max_entities, entity_choice=m.entity_choice, hard_negatives=m.hard_negatives,
+        seed=params.seed,
+    )
+    train = read_rows(data / "train.parquet", COLUMNS, t.max_train_examples)
+    val = read_rows(data / "val.parquet", COLUMNS, t.max_val_examples)
+    torch.manual_seed(params.seed)
+    try:
+        model = build_model(m, variant, tokenizer)
+    except (FileNotFoundError, ValueError) as exc:
+        raise TrainError(str(exc)) from None
+    model_params = m.model_dump(exclude={"variants"}) | {"switches": m.variants[variant].model_dump()}
+    return TrainingJob(
+        stage="train_stage_one", variant=variant, params=params,
+        settings=LoopSettings.from_params(t), model=model, tokenizer=tokenizer,
+        collate_fn=collator, train_set=train, val_set=val,
+        train_lengths=lengths(tokenizer, train, m.max_source_length, m.max_target_length),
+        val_lengths=lengths(tokenizer, val, m.max_source_length, m.max_target_length),
+        model_dir=resolve_path(t.out_dir) / variant,
+        metrics_path=resolve_path(t.metrics_dir) / f"{variant}.json",
+        plots_path=resolve_path(t.plots_dir) / f"{variant}.csv",
+        inputs=[data / "train.parquet", data / "val.parquet", tokenizer_dir],
+        model_params=model_params,
+    )
+
+
+def lengths(tokenizer, rows: list[dict], max_source: int, max_target: int) -> list[int]:
+    """Token counts (capped like the collator) for length-grouped batches."""
+    src = tokenizer([r["source"] for r in rows], add_special_tokens=False)["input_ids"]
+    tgt = tokenizer([r["target"] for r in rows], add_special_tokens=False)["input_ids"]
+    return [min(len(s) + 2, max_source) + min(len(t) + 2, max_target) for s, t in zip(src, tgt)]
+
+
+@stage_task
+def train(job: TrainingJob) -> dict:
+    metrics = run_job(job)
+    print(f"{job.variant}: {metrics['steps']} steps, val loss {metrics['initial_val_loss']} -> "
+          f"{metrics['final_val_loss']}, {metrics['tokens_per_s']:,.0f} tokens/s, "
+          f"model in {metrics['model_dir']}")
+    return metrics
+
+
+@stage_flow("train_stage_one")
+def run(variant: str, params_path: str = "params.yaml") -> dict:
+    params = read_params(params_path, variant)
+    return train(prepare(params, variant))
+
+
+def main(argv: list[str]) -> None:
+    """Like _flow.run_stage, but with two positional arguments (variant, params path)."""
+    args = [a for a in argv if not a.startswith("--local_rank")]  # deepspeed appends it
+    if not args:
+        sys.exit("usage: python stages/train_stage_one.py <variant> [params.yaml]")
+    quiet_user_errors(ParamsError, TrainError)
+    call = run if int(os.environ.get("RANK", "0")) == 0 else run.fn  # one flow run: rank 0's
+    try:
+        call(*args[:2])
+    except (ParamsError, TrainError) as exc:
+        sys.exit(f"train_stage_one: {exc}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
