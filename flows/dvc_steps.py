@@ -99,8 +99,11 @@ def run_streaming(args: list[str], cwd: Path, env: dict[str, str], log: Callable
 
 
 def _last_error(lines: deque[str]) -> str:
+    """DVC's last ERROR line, after the failing stage's own one-line reason."""
     errors = [line for line in lines if line.startswith("ERROR")]
-    return (errors[-1] if errors else (lines[-1] if lines else "no output")).strip()
+    reasons = [line for line in lines if line.startswith("stage-") and ": " in line]
+    last = errors[-1] if errors else (lines[-1] if lines else "no output")
+    return f"{reasons[-1]} ({last.strip()})" if reasons else last.strip()
 
 
 def experiment_name(output: str) -> str | None:

@@ -49,8 +49,9 @@ from prefect.context import get_run_context  # noqa: E402
 PROFILES = PROJECT_ROOT / "flows" / "profiles"
 # Deployment parameters -> params.yaml keys
 CORPUS_KEYS = {"corpus_path": "corpus.path", "corpus_kind": "corpus.kind", "corpus_name": "corpus.name"}
-MODEL_INIT_KEY = "model.init"
-VARIANTS_KEY = "variants"
+MODEL_INIT_KEYS = ("model.init", "mentions.init")  # both stages start from the same checkpoint
+VARIANTS_KEY = "variants"  # the variants `dvc repro` runs (a list, or a mapping name -> knobs)
+VARIANT_CATALOG = ("model", "variants")  # every variant there is, when params.yaml has one
 
 
 def profile_overrides(name: str | None) -> dict[str, Any]:
@@ -68,22 +69,35 @@ def gather_overrides(params: dict, profile, overrides, variants, corpus: dict, m
     merged = {**profile_overrides(profile), **(overrides or {})}
     merged.update({CORPUS_KEYS[k]: v for k, v in corpus.items() if v is not None})
     if model_init is not None:
-        merged[MODEL_INIT_KEY] = model_init
+        keys = [k for k in MODEL_INIT_KEYS if _has_key(params, k)] or [MODEL_INIT_KEYS[0]]
+        merged.update(dict.fromkeys(keys, model_init))
     if variants:
-        merged.update(_select_variants(params.get(VARIANTS_KEY), list(variants)))
+        merged.update(_select_variants(params, list(variants)))
     check_overrides(params, merged)
     return merged
 
 
-def _select_variants(declared, chosen: list[str]) -> dict[str, Any]:
-    """Overrides that leave only `chosen` of params.yaml's variants: a list is
-    replaced; a mapping (name -> knobs) loses its other entries (Hydra merges dicts)."""
+def _has_key(params: dict, dotted: str) -> bool:
+    node: Any = params
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return False
+        node = node[part]
+    return True
+
+
+def _select_variants(params: dict, chosen: list[str]) -> dict[str, Any]:
+    """Overrides that make `variants` exactly `chosen`. A list is replaced (any name
+    of the model.variants catalog may enter); a mapping (name -> knobs) loses its
+    other entries, since Hydra merges mappings."""
+    declared = params.get(VARIANTS_KEY)
     if declared is None:
         raise OverrideError(f"params.yaml has no `{VARIANTS_KEY}` list to sweep over")
-    names = list(declared.keys() if isinstance(declared, dict) else declared)
+    catalog = params.get(VARIANT_CATALOG[0], {}).get(VARIANT_CATALOG[1]) if isinstance(declared, list) else None
+    names = list(catalog or (declared.keys() if isinstance(declared, dict) else declared))
     unknown = [v for v in chosen if v not in names]
     if unknown:
-        raise OverrideError(f"unknown variant(s) {unknown}; params.yaml declares {names}")
+        raise OverrideError(f"unknown variant(s) {unknown}; params.yaml knows {names}")
     if isinstance(declared, dict):
         return {f"{DELETE}{VARIANTS_KEY}.{name}": None for name in names if name not in chosen}
     return {VARIANTS_KEY: chosen}

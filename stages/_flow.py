@@ -11,7 +11,7 @@ A stage file follows this pattern (DVC's `cmd` stays `python stages/<name>.py`):
     def run(params_path: str = "params.yaml") -> dict: ...
 
     if __name__ == "__main__":
-        run_stage(run, ParamsError, TrainError)   # these errors end in one line
+        run_stage(run, ParamsError, TrainError)   # argv -> run's parameters; these errors: one line
 
 Where the flow reports:
 - PREFECT_API_URL set (a server from infra/services.sh, or a worker's flow run):
@@ -24,6 +24,7 @@ through): what unit tests use.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import sys
@@ -122,14 +123,32 @@ def quiet_user_errors(*errors: type[BaseException]) -> None:
             logger.addFilter(_OneLineUserErrors())
 
 
+def _usage(stage: Flow) -> str:
+    """The command line a stage takes, from its signature: `<variant> [params_path]`."""
+    params = inspect.signature(stage.fn).parameters.values()
+    words = [f"<{p.name}>" if p.default is inspect.Parameter.empty else f"[{p.name}]" for p in params]
+    return f"usage: python stages/{stage.name.removeprefix('stage-')}.py {' '.join(words)}"
+
+
+def _arity(stage: Flow) -> tuple[int, float]:
+    params = list(inspect.signature(stage.fn).parameters.values())
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
+        return 0, float("inf")
+    return sum(p.default is inspect.Parameter.empty for p in params), len(params)
+
+
 def run_stage(stage: Flow, *errors: type[BaseException], argv: list[str] | None = None) -> Any:
-    """`python stages/<name>.py [params.yaml]`: run the flow; bad input exits in one line.
+    """`python stages/<name>.py [args...]`: the flow's positional parameters from the
+    command line; bad input (and a wrong command line) exits in one line.
 
     Under a distributed launcher (deepspeed, torchrun) only rank 0 is a Prefect
     flow run; the other ranks run the same function without Prefect."""
     quiet_user_errors(*errors)
     given = sys.argv[1:] if argv is None else argv
-    args = [a for a in given if not a.startswith("--local_rank")][:1]  # deepspeed appends it
+    args = [a for a in given if not a.startswith("--local_rank")]  # deepspeed appends it
+    least, most = _arity(stage)
+    if not least <= len(args) <= most:
+        sys.exit(_usage(stage))
     call = stage if int(os.environ.get("RANK", "0")) == 0 else stage.fn
     try:
         return call(*args)

@@ -27,7 +27,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
-EXAMPLE_LAUNCH = ["--no_local_rank", "--master_addr", "gpu-node-1", "stages/train_stage_one.py", "params.yaml"]
+EXAMPLE_LAUNCH = ["--no_local_rank", "--master_addr", "gpu-node-1", "stages/train_stage_one.py", "eric", "params.yaml"]
 
 
 class CheckError(RuntimeError):

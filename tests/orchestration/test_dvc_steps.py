@@ -97,6 +97,15 @@ def test_a_failed_run_raises_its_error_line(tmp_path):
     assert not isinstance(info.value, DvcLockBusy)
 
 
+def test_a_failed_stage_gives_its_own_reason_first(tmp_path):
+    code = (
+        "import sys; print('stage-preprocess: params.yaml: seed: not an integer');"
+        "print('ERROR: failed to reproduce \\'preprocess\\': exited with 1'); sys.exit(255)"
+    )
+    with pytest.raises(PipelineError, match=r"stage-preprocess: params.yaml: seed: not an integer \(ERROR: failed"):
+        run_streaming(_python(code), tmp_path, dict(os.environ), lambda line: None)
+
+
 def test_a_busy_lock_is_its_own_retryable_error(tmp_path):
     code = "import sys; print('ERROR: Unable to acquire lock. Most likely another DVC process is running'); sys.exit(1)"
     with pytest.raises(DvcLockBusy):

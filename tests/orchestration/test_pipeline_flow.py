@@ -14,9 +14,10 @@ from eric.config import DEFAULT_PARAMS
 PARAMS = {
     "seed": 42,
     "corpus": {"name": "wikiplots-mini", "kind": "wikiplots", "path": "x.zip"},
-    "model": {"init": "random"},
+    "model": {"init": None, "variants": {"eric": {}, "eric_no_state": {}, "bart": {}}},
+    "mentions": {"init": None},
     "preprocess": {"max_stories": None},
-    "variants": ["eric", "no_states", "bart"],
+    "variants": ["eric", "bart"],
 }
 NO_CORPUS = {"corpus_path": None, "corpus_kind": None, "corpus_name": None}
 
@@ -32,6 +33,16 @@ def test_smoke_profile_applies_to_the_real_params_yaml():
     assert gather_overrides(params, "smoke", None, None, NO_CORPUS, None) == smoke
 
 
+def test_every_deployment_parameter_maps_onto_the_real_params_yaml():
+    params = yaml.safe_load(DEFAULT_PARAMS.read_text())
+    corpus = {"corpus_path": "/data/wikibio.jsonl.gz", "corpus_kind": "jsonl", "corpus_name": "wikibio"}
+    merged = gather_overrides(params, "smoke", None, None, corpus, "/models/bart-base")
+    assert merged["corpus.kind"] == "jsonl" and merged["model.init"] == "/models/bart-base"
+    if params.get("variants"):
+        chosen = list(params["variants"])[:1]
+        assert gather_overrides(params, None, None, chosen, NO_CORPUS, None)
+
+
 def test_explicit_overrides_win_over_the_profile():
     merged = gather_overrides(PARAMS, "smoke", {"preprocess.max_stories": 7}, None, NO_CORPUS, None)
     assert merged["preprocess.max_stories"] == 7
@@ -40,12 +51,21 @@ def test_explicit_overrides_win_over_the_profile():
 def test_custom_corpus_and_model_init_map_to_params_keys():
     corpus = {"corpus_path": "/data/cnn_stories.tgz", "corpus_kind": "cnn", "corpus_name": None}
     merged = gather_overrides(PARAMS, None, None, None, corpus, "/models/bart-base")
-    assert merged == {"corpus.path": "/data/cnn_stories.tgz", "corpus.kind": "cnn", "model.init": "/models/bart-base"}
+    assert merged == {
+        "corpus.path": "/data/cnn_stories.tgz",
+        "corpus.kind": "cnn",
+        "model.init": "/models/bart-base",
+        "mentions.init": "/models/bart-base",
+    }
+    without_stage_two = {k: v for k, v in PARAMS.items() if k != "mentions"}
+    assert set(gather_overrides(without_stage_two, None, None, None, NO_CORPUS, "/m")) == {"model.init"}
 
 
 def test_a_sweep_picks_declared_variants_from_a_list_or_a_mapping():
     assert gather_overrides(PARAMS, None, None, ["bart", "eric"], NO_CORPUS, None) == {"variants": ["bart", "eric"]}
-    knobs = {**PARAMS, "variants": {"eric": {"states": 8}, "bart": {"states": 0}, "x": {}}}
+    # any variant of the model.variants catalog, not only those `dvc repro` runs now
+    assert gather_overrides(PARAMS, None, None, ["eric_no_state"], NO_CORPUS, None) == {"variants": ["eric_no_state"]}
+    knobs = {"seed": 1, "variants": {"eric": {"states": 8}, "bart": {"states": 0}, "x": {}}}
     assert gather_overrides(knobs, None, None, ["bart"], NO_CORPUS, None) == {"~variants.eric": None, "~variants.x": None}
 
 

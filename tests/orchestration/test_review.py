@@ -97,3 +97,18 @@ def test_a_failed_execution_is_recorded_as_failed(store):
     assert client.get_run(run_id).info.status == "FAILED"
     (child,) = client.search_runs([exp_id], "tags.`eric.role` = 'variant'")
     assert child.info.status == "FAILED" and child.data.metrics == {}
+
+
+def test_compare_prints_one_row_per_variant_of_the_latest_execution(store):
+    from compare import CompareError, variant_table
+
+    uri = store
+    for bleu in (1.0, 3.0):  # two executions; the latest wins
+        exp_id, run_id = open_pipeline_run(uri, "eric-compare", "pipeline", {})
+        metrics = {"metrics/eric/eval.json": {"bleu": bleu}, "metrics/bart/eval.json": {"bleu": bleu / 2}}
+        close_pipeline_run(uri, exp_id, run_id, {}, metrics, ["eric", "bart"], {}, ok=True)
+    table = variant_table(uri, "eric-compare")
+    assert table["eval.bleu"].to_dict() == {"bart": 1.5, "eric": 3.0}
+    assert len(variant_table(uri, "eric-compare", every=True)) == 4
+    with pytest.raises(CompareError, match="no MLflow experiment 'nope'"):
+        variant_table(uri, "nope")

@@ -22,7 +22,7 @@ def test_deepspeed_hostfile_launch_plans_every_node_and_rank():
     world = next(a for a in cmd if a.startswith("--world_info="))
     ranks = json.loads(base64.urlsafe_b64decode(world.split("=", 1)[1]))
     assert ranks == {"gpu-node-1": list(range(8)), "gpu-node-2": list(range(8))}
-    assert cmd[-2:] == ["stages/train_stage_one.py", "params.yaml"]
+    assert cmd[-3:] == ["stages/train_stage_one.py", "eric", "params.yaml"]
 
 
 def test_a_one_node_hostfile_is_not_a_multi_node_launch(tmp_path):

@@ -58,7 +58,7 @@ def test_run_stage_turns_a_user_error_into_one_line_exit():
     def stage(params_path="params.yaml"):
         raise BadKnob(f"{params_path}: seed: not an integer")
 
-    stage.name = "stage-toy"
+    stage.fn, stage.name = stage, "stage-toy"
     with pytest.raises(SystemExit) as info:
         run_stage(stage, BadKnob, argv=["p.yaml"])
     assert info.value.code == "stage-toy: p.yaml: seed: not an integer"
@@ -66,7 +66,7 @@ def test_run_stage_turns_a_user_error_into_one_line_exit():
     def buggy(params_path="params.yaml"):
         raise KeyError("a bug keeps its traceback")
 
-    buggy.name = "stage-buggy"
+    buggy.fn, buggy.name = buggy, "stage-buggy"
     with pytest.raises(KeyError):
         run_stage(buggy, BadKnob, argv=[])
 
@@ -80,14 +80,31 @@ def test_only_rank_zero_of_a_distributed_launch_is_a_flow_run(monkeypatch):
         def __call__(self, *args):
             calls.append(("flow", args))
 
-        def fn(self, *args):
-            calls.append(("plain", args))
+        @staticmethod
+        def fn(params_path="params.yaml"):
+            calls.append(("plain", (params_path,)))
 
     monkeypatch.setenv("RANK", "3")
     run_stage(Stage(), argv=["--local_rank=3", "p.yaml"])
     monkeypatch.setenv("RANK", "0")
     run_stage(Stage(), argv=["p.yaml", "--local_rank=0"])
     assert calls == [("plain", ("p.yaml",)), ("flow", ("p.yaml",))]
+
+
+def test_the_command_line_follows_the_stage_signature():
+    seen = []
+
+    def train(variant: str, params_path: str = "params.yaml"):
+        seen.append((variant, params_path))
+
+    train.fn, train.name = train, "stage-train_stage_one"
+    run_stage(train, argv=["eric"])
+    run_stage(train, argv=["bart", "p.yaml", "--local_rank=1"])
+    assert seen == [("eric", "params.yaml"), ("bart", "p.yaml")]
+    for argv in ([], ["a", "b", "c"]):
+        with pytest.raises(SystemExit) as info:
+            run_stage(train, argv=argv)
+        assert info.value.code == "usage: python stages/train_stage_one.py <variant> [params_path]"
 
 
 def test_preprocess_runs_without_prefect_through_run_fn(tmp_path, write_wikiplots):
