@@ -93,5 +93,43 @@ def evaluate(
         write_json(result, out)
 
 
+@app.command()
+def sample(
+    model_dir: Path = typer.Argument(..., help="a stage-one model folder (e.g. models/stage_one/eric)"),
+    inputs: Path = typer.Option(..., "--inputs", "-i", help="a stage_one split .parquet, or one input per line"),
+    mentions: Optional[Path] = typer.Option(None, help="the mention model folder (models/mentions); "
+                                            "without it every placeholder gets a training name"),
+    names: Optional[Path] = typer.Option(None, help="stage_one .parquet whose mentions are the fallback names "
+                                         "(default: the processed training split)"),
+    out: Path = typer.Option(Path("samples.parquet"), help="output Parquet (eric/generate/schema.py)"),
+    num_inputs: Optional[int] = typer.Option(None, help="only the first N inputs"),
+    top_p: Optional[float] = typer.Option(None, help="override sample.top_p"),
+    top_k: Optional[int] = typer.Option(None, help="override sample.top_k"),
+    temperature: Optional[float] = typer.Option(None, help="override sample.temperature"),
+    entity_temperature: Optional[float] = typer.Option(None, help="override sample.entity_temperature"),
+    max_length: Optional[int] = typer.Option(None, help="override sample.max_length (stage-one tokens)"),
+    batch_size: Optional[int] = typer.Option(None, help="override sample.batch_size"),
+    seed: Optional[int] = typer.Option(None, help="override sample.seed"),
+    show: int = typer.Option(3, help="print this many stories"),
+    params: Path = typer.Option(Path("params.yaml"), help="params.yaml for defaults (optional)"),
+) -> None:
+    """Sample stories from a trained model: stage one, stage two (with --mentions), merge."""
+    from eric.config import ParamsError
+    from eric.generate.command import load_settings, sample_file
+    from eric.generate.errors import SampleError
+
+    overrides = {"num_inputs": num_inputs, "top_p": top_p, "top_k": top_k, "temperature": temperature,
+                 "entity_temperature": entity_temperature, "max_length": max_length, "batch_size": batch_size,
+                 "seed": seed}
+    try:
+        settings = load_settings(params, {k: v for k, v in overrides.items() if v is not None})
+        rows = sample_file(model_dir, inputs, out, settings, mentions, names)
+    except (ParamsError, SampleError) as exc:
+        _fail(str(exc))
+    for row in rows[:show]:
+        typer.echo(f"[{row['id']}] {row['input']}\n  stage one: {row['stage_one']}\n  final: {row['final_text']}\n")
+    typer.echo(f"{len(rows)} stories -> {out}")
+
+
 if __name__ == "__main__":
     app()

@@ -68,6 +68,35 @@ class EvaluateParams(Section):
     feature_batch_size: int = Field(32, ge=1)
     feature_cache: str | None = None  # folder reusing MAUVE features across variants
     zipf_top: int = Field(5000, ge=2)
+    # the evaluate@<variant> stage's analyses (eric/evaluate/coherence.py, state_analysis.py)
+    coherence: bool = True  # entity coherence accuracy by position on the test split
+    coherence_max_texts: int | None = Field(None, ge=1)  # null: the whole test split
+    analysis_batch_size: int = Field(16, ge=1)
+    state_max_train_examples: int | None = Field(None, ge=1)  # states used: null = whole train split
+    explorer_units_per_state: int = Field(10, ge=1)  # the paper shows the top ten per state
+    metrics_dir: str = "metrics/evaluate"  # <variant>.json
+    analysis_dir: str = "outputs/analysis"  # <variant>/coherence.csv, state_usage.csv, state_explorer.html
+    report_dir: str = "reports"  # results.md/.html, coherence.png, state_usage.png
+
+
+class SampleParams(Section):
+    """The sample@<variant> stage (eric/generate): both decoding stages and the merge."""
+
+    split: Literal["train", "val", "test"] = "test"
+    num_inputs: int | None = Field(None, ge=1)  # null: the whole split (the paper: 1,000)
+    batch_size: int = Field(8, ge=1)
+    top_p: float = Field(0.9, gt=0, le=1)
+    top_k: int = Field(0, ge=0)  # code: 50 (transformers' default was active)
+    temperature: float = Field(1.0, gt=0)
+    entity_temperature: float | None = Field(None, gt=0)  # null: model.entity_temperature
+    no_repeat_ngram_size: int = Field(0, ge=0)  # code: 3 (bart-base's generation config)
+    max_length: int = Field(512, ge=4)  # stage-one tokens, as in the paper
+    max_units: int | None = Field(None, ge=1)  # null: as many units as the model writes
+    mention_top_p: float = Field(0.9, gt=0, le=1)
+    mention_top_k: int = Field(0, ge=0)
+    mention_max_length: int = Field(128, ge=4)
+    seed: int | None = None  # null: the top-level seed
+    out_dir: str = "outputs/samples"  # <variant>.parquet
 
 
 class TokenizerParams(Section):
@@ -183,6 +212,7 @@ class Params(Section):
     corpus: CorpusParams = CorpusParams()
     preprocess: PreprocessParams = PreprocessParams()
     evaluate: EvaluateParams = EvaluateParams()
+    sample: SampleParams = SampleParams()
     tokenizer: TokenizerParams = TokenizerParams()
     model: ModelParams = ModelParams()
     variants: list[str] = ["eric", "bart"]  # the stage-one variants the pipeline trains

@@ -1,0 +1,271 @@
+"""Entity coherence (the paper's "accuracy vs position" figure), on stage-one models.
+
+For every test text and every target unit k that mentions an entity, the first
+placeholder of unit k is replaced by another placeholder mentioned in an earlier
+unit (drawn with a seed per text and unit); the prefix is left as it is. A case is
+right when the model gives the original unit k a higher log-probability than the
+perturbed one, given the same prefix. Unit k's log-probability sums its tokens
+after its sentence token, up to and including the token that ends it (the next
+`<sent>` or `</s>`).
+
+Every unit's entity input p_n is its first placeholder (<none> without one), so the
+perturbed unit reads the replacement as its entity. States, for variants that have
+them:
+  predicted  the model's own: unit by unit, e^_n from the prefix (with the states of
+             the earlier units injected) quantized to the nearest state; the perturbed
+             unit gets the state predicted for the replacement entity
+  random     a random state per unit with an entity, the same in both versions
+"""
+
+from __future__ import annotations
+
+import csv
+import random
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import torch
+from tqdm.auto import tqdm
+
+from eric.data.collate import StageOneCollator
+
+PREDICTED, RANDOM, NO_STATES = "predicted", "random", "none"
+
+
+@dataclass
+class Text:
+    """One encoded test text: unit spans in `labels` and the per-unit inputs."""
+
+    id: str
+    source: list[int]
+    labels: list[int]  # <s> <sent> ... <sent> ... </s>
+    spans: list[tuple[int, int]]  # (index of the unit's <sent>, index of the token ending it)
+    entities: list[int]  # entity class per unit: 0 = <none>, i+1 = <ei>
+    states: list[int] = field(default_factory=list)  # state id per unit, -1 = none
+
+
+@dataclass(frozen=True)
+class Case:
+    text: int  # index into the texts
+    unit: int  # 0-based unit index (position k = unit + 1)
+    position: int  # index in labels of the replaced placeholder
+    replacement: int  # token id of the placeholder put there
+
+
+@dataclass
+class CoherenceResult:
+    label: str  # e.g. "eric", "eric (random states)"
+    correct: dict[int, int] = field(default_factory=dict)  # by position k (1-based unit of the target)
+    total: dict[int, int] = field(default_factory=dict)
+
+    def add(self, position: int, right: bool) -> None:
+        self.total[position] = self.total.get(position, 0) + 1
+        self.correct[position] = self.correct.get(position, 0) + int(right)
+
+    @property
+    def accuracy(self) -> float | None:
+        n = sum(self.total.values())
+        return sum(self.correct.values()) / n if n else None
+
+    def by_position(self) -> dict[int, dict]:
+        return {k: {"accuracy": self.correct[k] / self.total[k], "count": self.total[k]} for k in sorted(self.total)}
+
+    def rows(self) -> list[dict]:
+        return [{"model": self.label, "position": k, "accuracy": round(v["accuracy"], 6), "count": v["count"]}
+                for k, v in self.by_position().items()]
+
+
+def state_modes(config) -> list[str]:
+    """Predicted and random states for a variant with states; otherwise none."""
+    return [PREDICTED, RANDOM] if config.use_state else [NO_STATES]
+
+
+def mode_label(variant: str, mode: str) -> str:
+    return f"{variant} (random states)" if mode == RANDOM else variant
+
+
+class CoherenceScorer:
+    """Scores originals and perturbations of test texts with one stage-one model."""
+
+    def __init__(self, model, tokenizer, *, batch_size: int = 16, seed: int = 42, max_source_length: int = 128,
+                 max_target_length: int = 512, progress: bool = True):
+        self.model = model.eval()
+        self.config = model.config
+        self.collator = StageOneCollator(tokenizer, max_source_length, max_target_length,
+                                         max_entities=self.config.max_entities)
+        self.sent = self.collator.ids.sent
+        self.entity_class = self.collator.entity_class
+        self.entity_token = {cls: token for token, cls in self.entity_class.items()}
+        self.batch_size = batch_size
+        self.seed = seed
+        self.progress = progress
+
+    # -- texts and cases --
+    def encode(self, row: dict) -> Text:
+        encoded = self.collator.encode(row)  # tokenized and truncated as in training
+        labels = encoded.labels
+        starts = [i for i, t in enumerate(labels) if t == self.sent]
+        spans = list(zip(starts, [*starts[1:], len(labels) - 1]))
+        entities = [self._first_entity(labels, s, e)[1] for s, e in spans]
+        return Text(str(row.get("id")), encoded.source, labels, spans, entities)
+
+    def _first_entity(self, labels: list[int], start: int, end: int) -> tuple[int, int]:
+        """(index, class) of the first placeholder in a unit's words; (-1, 0) if none."""
+        for i in range(start + 1, end):
+            if labels[i] in self.entity_class:
+                return i, self.entity_class[labels[i]]
+        return -1, 0
+
+    def cases(self, texts: list[Text]) -> list[Case]:
+        found = []
+        for t, text in enumerate(texts):
+            for n, (start, end) in enumerate(text.spans):
+                position, cls = self._first_entity(text.labels, start, end)
+                earlier = {tok for tok in text.labels[:start] if tok in self.entity_class}
+                candidates = sorted(earlier - {text.labels[position]}) if position >= 0 else []
+                if candidates:
+                    rng = random.Random(f"{self.seed}:{text.id}:{n}")
+                    found.append(Case(t, n, position, rng.choice(candidates)))
+        return found
+
+    def perturb(self, text: Text, case: Case) -> Text:
+        labels = list(text.labels)
+        labels[case.position] = case.replacement
+        entities = list(text.entities)
+        entities[case.unit] = self.entity_class[case.replacement]
+        return replace(text, labels=labels, entities=entities, states=list(text.states))
+
+    # -- model passes --
+    def _forward(self, texts: list[Text]):
+        width = max(len(t.labels) for t in texts)
+        units = max(len(t.spans) for t in texts)
+        pad = self.config.pad_token_id
+        batch = {
+            "input_ids": _pad([t.source for t in texts], pad),
+            "labels": _pad([t.labels for t in texts], -100, width),
+        }
+        batch["attention_mask"] = (batch["input_ids"] != pad).long()
+        if self.config.use_entity:
+            batch["entity_ids"] = _pad([t.entities for t in texts], -100, units)
+        if self.config.use_state:
+            batch["state_ids"] = _pad([t.states for t in texts], -1, units)
+        device = self.model.device
+        with torch.no_grad():
+            return self.model(**{k: v.to(device) for k, v in batch.items()}), batch["labels"]
+
+    def unit_logprobs(self, texts: list[Text]) -> list[list[float]]:
+        """Log-probability of every unit of every text (given its prefix)."""
+        out, labels = self._forward(texts)
+        logprobs = torch.log_softmax(out.logits.float(), dim=-1)
+        token_lp = logprobs.gather(-1, labels.clamp(min=0).to(logprobs.device)[..., None])[..., 0].cpu()
+        return [[float(token_lp[b, s + 1 : e + 1].sum()) for s, e in text.spans] for b, text in enumerate(texts)]
+
+    def predicted_states(self, texts: list[Text]) -> list[list[int]]:
+        """The model's own states, unit by unit: pass n fixes unit n (it sees only earlier states)."""
+        for text in texts:
+            text.states = [-1] * len(text.entities)
+        for n in range(max(len(t.spans) for t in texts)):
+            out, _ = self._forward(texts)
+            predicted = out.predicted_state_ids.cpu()
+            for b, text in enumerate(texts):
+                if n < len(text.states):
+                    text.states[n] = int(predicted[b, n])
+        return [t.states for t in texts]
+
+    def random_states(self, text: Text) -> list[int]:
+        rng = random.Random(f"{self.seed}:random-states:{text.id}")
+        return [rng.randrange(self.config.num_states) if cls > 0 else -1 for cls in text.entities]
+
+    # -- the experiment --
+    def run(self, rows: list[dict], mode: str, label: str) -> CoherenceResult:
+        texts = [self.encode(row) for row in rows]
+        cases = self.cases(texts)
+        self._set_states(texts, mode)
+        originals: list[list[float]] = []
+        for batch in self._batches(texts, f"{label}: originals"):
+            originals.extend(self.unit_logprobs(batch))
+        result = CoherenceResult(label)
+        for chunk in self._batches(cases, f"{label}: perturbed"):
+            perturbed = [self.perturb(texts[c.text], c) for c in chunk]
+            if mode == PREDICTED:  # the replacement entity's own predicted state
+                states = self._states_for_unit(perturbed, [c.unit for c in chunk])
+                for text, case, state in zip(perturbed, chunk, states):
+                    text.states[case.unit] = state
+            scores = self.unit_logprobs(perturbed)
+            for case, score in zip(chunk, scores):
+                result.add(case.unit + 1, originals[case.text][case.unit] > score[case.unit])
+        return result
+
+    def _set_states(self, texts: list[Text], mode: str) -> None:
+        if mode == PREDICTED:
+            for batch in self._batches(texts, "predicting states"):
+                self.predicted_states(batch)
+        elif mode == RANDOM:
+            for text in texts:
+                text.states = self.random_states(text)
+
+    def _states_for_unit(self, texts: list[Text], units: list[int]) -> list[int]:
+        out, _ = self._forward(texts)
+        predicted = out.predicted_state_ids.cpu()
+        return [int(predicted[b, n]) for b, n in enumerate(units)]
+
+    def _batches(self, items: list, desc: str):
+        starts = range(0, len(items), self.batch_size)
+        for start in tqdm(starts, desc=desc, disable=not self.progress, unit="batch", leave=False):
+            yield items[start : start + self.batch_size]
+
+
+def _pad(rows: list[list[int]], value: int, width: int | None = None) -> torch.Tensor:
+    width = max(width or 0, max((len(r) for r in rows), default=0), 1)
+    out = torch.full((len(rows), width), value, dtype=torch.long)
+    for i, r in enumerate(rows):
+        out[i, : len(r)] = torch.tensor(r, dtype=torch.long)
+    return out
+
+
+def entity_coherence(model, tokenizer, rows: list[dict], variant: str, **scorer_options) -> list[CoherenceResult]:
+    """Accuracy by position for a variant: with predicted and random states if it has states."""
+    scorer = CoherenceScorer(model, tokenizer, **scorer_options)
+    return [scorer.run(rows, mode, mode_label(variant, mode)) for mode in state_modes(model.config)]
+
+
+def write_rows(results: list[CoherenceResult], path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=["model", "position", "accuracy", "count"])
+        writer.writeheader()
+        for result in results:
+            writer.writerows(result.rows())
+    return path
+
+
+def read_rows(path: str | Path) -> list[dict]:
+    with open(path, newline="") as handle:
+        return [{"model": r["model"], "position": int(r["position"]), "accuracy": float(r["accuracy"]),
+                 "count": int(r["count"])} for r in csv.DictReader(handle)]
+
+
+def plot_coherence(rows: list[dict], path: str | Path, title: str = "Entity coherence") -> Path:
+    """Accuracy vs position of the perturbed unit, one line per model (rows as `write_rows`)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for model in dict.fromkeys(r["model"] for r in rows):
+        points = sorted((r["position"], r["accuracy"]) for r in rows if r["model"] == model)
+        ax.plot([p for p, _ in points], [100 * a for _, a in points], marker="o", label=model)
+    ax.axhline(50, color="grey", linewidth=0.8, linestyle=":")
+    ax.set_xlabel("position of the perturbed unit")
+    ax.set_ylabel("accuracy (%)")
+    ax.set_title(title)
+    if rows:
+        ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

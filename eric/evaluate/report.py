@@ -1,0 +1,146 @@
+"""The results report: every variant in one table like the paper's Table 2, a Truth row
+(reference-free metrics of the human references), the analyses, and two plots.
+
+    paths = write_report(ReportInputs(...), "reports")
+    # reports/results.md, results.html, coherence.png, state_usage.png
+
+`ReportInputs` holds what the evaluate@<variant> stages wrote (metrics JSON,
+coherence rows, state-usage rows) plus a line about how the models were made
+(corpus, size, training budget), printed above the table.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from eric.evaluate.coherence import plot_coherence
+from eric.evaluate.scoring import METRIC_NAMES, REFERENCE_FREE, format_value
+from eric.evaluate.state_analysis import plot_usage
+
+DISPLAY_NAMES = {
+    "eric": "ERIC",
+    "eric_no_state_attention": "w/o StateAttn",
+    "eric_no_state": "w/o s_n",
+    "eric_no_state_no_entity": "w/o s_n & p_n",
+    "bart": "BART",
+    "seq2seq": "Seq2Seq",
+}
+MISSING = "–"
+ANALYSIS_COLUMNS = ("Mention control", "States used", "Top state", "Coherence", "Coherence (rand. states)",
+                    "Reused mention", "Random name")
+
+
+def display_name(variant: str) -> str:
+    return DISPLAY_NAMES.get(variant, variant)
+
+
+@dataclass
+class ReportInputs:
+    metrics: dict[str, dict]  # variant -> metrics/evaluate/<variant>.json
+    truth: dict | None = None  # reference-free metrics of the references
+    coherence: list[dict] = field(default_factory=list)  # rows: model, position, accuracy, count
+    usage: dict[str, list[dict]] = field(default_factory=dict)  # variant -> state_usage rows
+    about: list[str] = field(default_factory=list)  # lines: corpus, model size, budget, scoring
+
+
+def table_rows(inputs: ReportInputs) -> list[list[str]]:
+    """Model + Table-2 metrics, one row per variant, then Truth."""
+    rows = [[display_name(v), *(_metric(m, name) for name in METRIC_NAMES)] for v, m in inputs.metrics.items()]
+    if inputs.truth is not None:
+        rows.append(["Truth", *(_metric(inputs.truth, n) if n in REFERENCE_FREE else MISSING for n in METRIC_NAMES)])
+    return rows
+
+
+def _metric(metrics: dict, name: str) -> str:
+    value = metrics.get(name)
+    return MISSING if value is None else format_value(name, value)
+
+
+def _percent(value) -> str:
+    return MISSING if value is None else f"{100 * value:.1f}"
+
+
+def analysis_rows(inputs: ReportInputs) -> list[list[str]]:
+    rows = []
+    for variant, m in inputs.metrics.items():
+        states = m.get("states_used")
+        top = (m.get("top_states") or {}).get("1")
+        coherence = m.get("coherence") or {}
+        fallback = m.get("fallback") or {}
+        rows.append([
+            display_name(variant),
+            _percent(m.get("mention_control")),
+            MISSING if states is None else f"{states}/{m.get('num_states')}",
+            MISSING if top is None else f"{top['state']}: {100 * top['share']:.1f}",
+            _percent((coherence.get(variant) or {}).get("accuracy")),
+            _percent((coherence.get(f"{variant} (random states)") or {}).get("accuracy")),
+            _percent(fallback.get("reused_last_share")),
+            _percent(fallback.get("random_name_share")),
+        ])
+    return rows
+
+
+def _markdown_table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def to_markdown(inputs: ReportInputs, plots: dict[str, str]) -> str:
+    parts = ["# Results", "", *[f"- {line}" for line in inputs.about], "",
+             "## Automatic evaluation (as the paper's Table 2)", "",
+             _markdown_table(["Model", *METRIC_NAMES], table_rows(inputs)), "",
+             "B-n, MSJ-n, MAUVE, Rpt-L, D-n and mention/fallback shares in %; Len in tokens. "
+             "Truth: the human references (reference-free metrics only).", "",
+             "## Analyses", "", _markdown_table(["Model", *ANALYSIS_COLUMNS], analysis_rows(inputs)), "",
+             "Mention control: generated units mentioning the planned entity (or none for `<none>`). "
+             "States used: of K, by the gold states of the training units; top state: id and share. "
+             "Coherence: accuracy of preferring the original unit to one whose first placeholder was "
+             "swapped for an earlier entity. Reused mention / random name: merge fallbacks "
+             "(shares of placeholder occurrences).", ""]
+    for title, name in plots.items():
+        parts += [f"![{title}]({name})", ""]
+    return "\n".join(parts)
+
+
+def _html_table(header: list[str], rows: list[list[str]]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+_STYLE = """body{font-family:sans-serif;max-width:75em;margin:2em auto}
+table{border-collapse:collapse;margin:1em 0}th,td{border:1px solid #ccc;padding:.25em .6em;text-align:right}
+th:first-child,td:first-child{text-align:left}img{max-width:48%;margin-right:1%}"""
+
+
+def to_html(inputs: ReportInputs, plots: dict[str, str]) -> str:
+    about = "".join(f"<li>{html.escape(line)}</li>" for line in inputs.about)
+    images = "".join(f"<img src='{html.escape(name)}' alt='{html.escape(title)}'>" for title, name in plots.items())
+    return "\n".join([
+        "<!DOCTYPE html>", "<html><head><meta charset='utf-8'><title>ERIC results</title>",
+        f"<style>{_STYLE}</style></head><body>", "<h1>Results</h1>", f"<ul>{about}</ul>",
+        "<h2>Automatic evaluation (as the paper's Table 2)</h2>",
+        _html_table(["Model", *METRIC_NAMES], table_rows(inputs)),
+        "<h2>Analyses</h2>", _html_table(["Model", *ANALYSIS_COLUMNS], analysis_rows(inputs)),
+        f"<div>{images}</div>", "</body></html>",
+    ])
+
+
+def write_report(inputs: ReportInputs, out_dir: str | Path) -> dict[str, Path]:
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = {
+        "coherence": plot_coherence(inputs.coherence, out_dir / "coherence.png",
+                                    "Entity coherence: accuracy vs position"),
+        "state_usage": plot_usage({display_name(v): rows for v, rows in inputs.usage.items()},
+                                  out_dir / "state_usage.png", "State usage on the training split"),
+    }
+    plots = {"Entity coherence by position": "coherence.png", "State usage": "state_usage.png"}
+    paths["markdown"] = out_dir / "results.md"
+    paths["markdown"].write_text(to_markdown(inputs, plots))
+    paths["html"] = out_dir / "results.html"
+    paths["html"].write_text(to_html(inputs, plots))
+    return paths

@@ -1,0 +1,182 @@
+"""Two-stage sampling: stage one writes the story with placeholders (planning an entity
+and its state at every sentence token), stage two writes the mentions, the merge puts
+them in.
+
+    options = SamplingOptions.from_params(params)
+    rows = sample_stories(inputs, stage_one, tokenizer, options, mentions, mention_tokenizer, pool)
+    write_samples(rows, "outputs/samples/eric.parquet", metadata={...})
+
+Stage one runs the model's own `generate` (KV cache, top-p/top-k/temperature, entity
+temperature, no-repeat n-grams), batched, from one seeded generator: the same seed,
+inputs and batch size give the same stories. Stage two is transformers' `generate`
+on the mention model, seeded inside a forked RNG so the caller's RNG is untouched.
+A story without placeholders skips stage two. Without a mention model every
+placeholder falls back to a training name (counted as `random_name`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
+
+import torch
+from tqdm.auto import tqdm
+
+from eric.generate.inputs import StoryInput
+from eric.generate.merge import NamePool, merge_mentions, parse_mentions
+
+if TYPE_CHECKING:
+    from eric.config import Params
+
+
+@dataclass(frozen=True)
+class SamplingOptions:
+    batch_size: int = 8
+    top_p: float = 0.9
+    top_k: int = 0
+    temperature: float = 1.0
+    entity_temperature: float | None = None  # None: the model's config
+    no_repeat_ngram_size: int = 0
+    max_length: int = 512  # stage-one tokens
+    max_units: int | None = None
+    max_source_length: int = 128  # stage-one input tokens (as in training)
+    mention_top_p: float = 0.9
+    mention_top_k: int = 0
+    mention_max_length: int = 128
+    mention_max_source_length: int = 512
+    separator: str = " </s> "  # between input and stage-one text, as in the stage-two examples
+    seed: int = 42
+    progress: bool = True
+
+    @classmethod
+    def from_params(cls, params: Params, progress: bool = True) -> SamplingOptions:
+        s = params.sample
+        return cls(
+            batch_size=s.batch_size, top_p=s.top_p, top_k=s.top_k, temperature=s.temperature,
+            entity_temperature=s.entity_temperature, no_repeat_ngram_size=s.no_repeat_ngram_size,
+            max_length=s.max_length, max_units=s.max_units, max_source_length=params.model.max_source_length,
+            mention_top_p=s.mention_top_p, mention_top_k=s.mention_top_k, mention_max_length=s.mention_max_length,
+            mention_max_source_length=params.mentions.max_source_length,
+            separator=params.preprocess.stage_two_separator,
+            seed=params.seed if s.seed is None else s.seed, progress=progress,
+        )
+
+    def as_dict(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if k != "progress"}
+
+
+@dataclass
+class StageOneSample:
+    text: str  # "<sent> unit <sent> unit" with placeholders
+    unit_entities: list[str | None]  # "<e3>" | "<none>" per unit; None: not planned (unit 1 in the code's setting)
+    unit_states: list[int]  # state id per unit, -1 = none
+    tokens: int  # tokens generated (up to and including </s>)
+
+
+def _batches(items: list, size: int, progress: bool, desc: str):
+    starts = range(0, len(items), size)
+    for start in tqdm(starts, desc=desc, disable=not progress, unit="batch"):
+        yield items[start : start + size]
+
+
+def sample_stage_one(model, tokenizer, inputs: list[str], options: SamplingOptions) -> list[StageOneSample]:
+    """Stage-one stories for `inputs`, with the planned entity and state of every unit."""
+    device = model.device
+    generator = torch.Generator(device=device).manual_seed(options.seed)
+    samples: list[StageOneSample] = []
+    for batch in _batches(inputs, options.batch_size, options.progress, "stage one"):
+        enc = tokenizer(batch, truncation=True, max_length=options.max_source_length, padding=True,
+                        return_tensors="pt").to(device)
+        out = model.generate(
+            enc["input_ids"], enc["attention_mask"], max_new_tokens=options.max_length, do_sample=True,
+            temperature=options.temperature, top_k=options.top_k, top_p=options.top_p,
+            no_repeat_ngram_size=options.no_repeat_ngram_size, entity_temperature=options.entity_temperature,
+            max_units=options.max_units, generator=generator,
+        )
+        samples.extend(_stage_one_sample(out, row, tokenizer, model.config) for row in range(len(batch)))
+    return samples
+
+
+def _stage_one_sample(out, row: int, tokenizer, config) -> StageOneSample:
+    ids = out.sequences[row, 1:].tolist()  # drop the decoder start token
+    if config.eos_token_id in ids:
+        cut = ids.index(config.eos_token_id)
+        tokens, ids = cut + 1, ids[:cut]
+    else:
+        tokens = sum(1 for i in ids if i != config.pad_token_id)
+    tokens -= 2  # the prompt: <s> <sent>
+    dropped = set(tokenizer.all_special_ids) - {config.sent_token_id}
+    text = tokenizer.decode([i for i in ids if i not in dropped], skip_special_tokens=False,
+                            clean_up_tokenization_spaces=False)
+    entities, states = [], []
+    for n, (entity, state) in enumerate(out.units(row)):
+        planned = n > 0 or config.first_unit_state
+        entities.append(entity if planned else None)
+        states.append(state if planned else -1)
+    return StageOneSample(" ".join(text.split()), entities, states, max(tokens, 0))
+
+
+def generate_mentions(model, tokenizer, inputs: list[str], stories: list[str], options: SamplingOptions) -> list[str]:
+    """Stage two: "<e0> Ash Williams <e1> Linda ..." for each story ("" when it has no placeholder)."""
+    wanted = [i for i, story in enumerate(stories) if "<e" in story]
+    sources = [f"{inputs[i]}{options.separator}{stories[i]}" for i in wanted]
+    outputs = [""] * len(stories)
+    decoded: list[str] = []
+    devices = [model.device] if model.device.type == "cuda" else []
+    with torch.random.fork_rng(devices=devices), torch.no_grad():
+        torch.manual_seed(options.seed)
+        for batch in _batches(sources, options.batch_size, options.progress, "stage two"):
+            enc = tokenizer(batch, truncation=True, max_length=options.mention_max_source_length, padding=True,
+                            return_tensors="pt").to(model.device)
+            generated = model.generate(
+                **enc, do_sample=True, top_p=options.mention_top_p, top_k=options.mention_top_k,
+                max_new_tokens=options.mention_max_length, num_beams=1,
+            )
+            decoded.extend(tokenizer.batch_decode(generated, skip_special_tokens=True,
+                                                  clean_up_tokenization_spaces=False))
+    for i, text in zip(wanted, decoded):
+        outputs[i] = " ".join(text.split())
+    return outputs
+
+
+def sample_stories(
+    inputs: list[StoryInput],
+    model,
+    tokenizer,
+    options: SamplingOptions,
+    mention_model=None,
+    mention_tokenizer=None,
+    pool: NamePool | None = None,
+) -> list[dict]:
+    """Both stages and the merge; one row per input (the SAMPLES schema in eric/generate/schema.py)."""
+    texts = [row.input for row in inputs]
+    stage_one = sample_stage_one(model, tokenizer, texts, options)
+    stories = [s.text for s in stage_one]
+    if mention_model is not None:
+        mention_texts = generate_mentions(mention_model, mention_tokenizer or tokenizer, texts, stories, options)
+    else:
+        mention_texts = [""] * len(stories)
+    pool = pool or NamePool([], seed=options.seed)
+    return [_row(story_input, sample, mentions, pool) for story_input, sample, mentions
+            in zip(inputs, stage_one, mention_texts)]
+
+
+def _row(story_input: StoryInput, sample: StageOneSample, mention_text: str, pool: NamePool) -> dict:
+    mentions = parse_mentions(mention_text)
+    merged = merge_mentions(sample.text, mentions, pool)
+    return {
+        "id": story_input.id,
+        "input": story_input.input,
+        "stage_one": sample.text,
+        "mentions_text": mention_text,
+        "mentions": [{"placeholder": tag, "mention": text} for tag, text in mentions],
+        "final_text": merged.text,
+        "reference": story_input.reference,
+        "unit_entities": sample.unit_entities,
+        "unit_states": sample.unit_states,
+        "stage_one_tokens": sample.tokens,
+        "fallback_generated": merged.fallbacks.get("generated", 0),
+        "fallback_reused_last": merged.fallbacks.get("reused_last", 0),
+        "fallback_random_name": merged.fallbacks.get("random_name", 0),
+    }
+

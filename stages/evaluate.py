@@ -1,0 +1,195 @@
+"""DVC stage `evaluate@<variant>`: the paper's metrics and analyses for one variant.
+
+    python stages/evaluate.py <variant> [params.yaml]
+
+- Table-2 metrics of outputs/samples/<variant>.parquet against its references
+  (eric.evaluate.evaluate_texts), and the merge fallbacks;
+- entity mention control and the states the generations used (variants with a planner);
+- entity coherence by position on the test split, with the model's predicted states and
+  with random states (eric/evaluate/coherence.py);
+- states used out of K on the training split, the ten most used, the state explorer
+  (eric/evaluate/state_analysis.py).
+Outputs: metrics/evaluate/<variant>.json (DVC metrics), outputs/analysis/<variant>/
+{coherence.csv, state_usage.csv, state_explorer.html}; the numbers are logged to the
+variant's MLflow run (its train_stage_one run, else a new evaluate run).
+A Prefect flow (`stage-evaluate`).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+from _flow import quiet_user_errors, stage_flow, stage_task
+
+from eric.config import Params, ParamsError, load_params, resolve_path
+from eric.evaluate.errors import EvaluationError
+from eric.generate.errors import SampleError
+
+USER_ERRORS = (ParamsError, EvaluationError, SampleError)
+
+
+@stage_task
+def read_params(params_path: str, variant: str) -> Params:
+    params = load_params(params_path)
+    if variant not in params.model.variants:
+        raise ParamsError(f"unknown variant {variant!r}; model.variants has {sorted(params.model.variants)}")
+    return params
+
+
+def analysis_dir(params: Params, variant: str) -> Path:
+    return resolve_path(params.evaluate.analysis_dir) / variant
+
+
+@stage_task
+def score_samples(params: Params, variant: str) -> dict:
+    """Table-2 metrics, merge fallbacks, mention control, states used while sampling."""
+    from eric.evaluate.scoring import evaluate_texts
+    from eric.evaluate.state_analysis import generated_states, mention_control
+    from eric.generate.schema import fallback_summary, read_samples
+
+    path = resolve_path(params.sample.out_dir) / f"{variant}.parquet"
+    if not path.is_file():
+        raise EvaluationError(f"{path}: no samples (run `dvc repro sample@{variant}` first)")
+    rows = read_samples(path)
+    e = params.evaluate
+    references = [r["reference"] or "" for r in rows]
+    metrics = evaluate_texts(
+        [r["final_text"] for r in rows], references if all(references) else None, [r["input"] for r in rows],
+        mauve=e.mauve, featurizer=e.featurizer if e.featurizer == "minilm" else str(resolve_path(e.featurizer)),
+        seed=e.seed, max_units=e.max_units, zipf_top=e.zipf_top, mauve_max_tokens=e.mauve_max_tokens,
+        feature_batch_size=e.feature_batch_size,
+        feature_cache=resolve_path(e.feature_cache) if e.feature_cache else None,
+    )
+    metrics["fallback"] = fallback_summary(rows)
+    if any(r["unit_entities"] for r in rows):
+        control = mention_control(rows)
+        metrics["mention_control"] = control.share
+        metrics["mention_control_units"] = control.units
+        metrics["states_used_generated"] = len(generated_states(rows)) if any(r["unit_states"] for r in rows) else None
+    return metrics
+
+
+@stage_task
+def load_model(params: Params, variant: str):
+    import torch
+
+    from eric.generate.loading import load_stage_one
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    return load_stage_one(resolve_path(params.train.out_dir) / variant, device)
+
+
+def _rows(params: Params, split: str, columns: list[str], limit: int | None) -> list[dict]:
+    import pyarrow.parquet as pq
+
+    path = resolve_path(params.preprocess.out_dir) / "stage_one" / f"{split}.parquet"
+    if not path.is_file():
+        raise EvaluationError(f"{path}: no such split (run the preprocess stage first)")
+    table = pq.read_table(path, columns=columns)
+    return (table.slice(0, limit) if limit else table).to_pylist()
+
+
+@stage_task
+def coherence(params: Params, variant: str, model, tokenizer) -> dict:
+    from eric.evaluate.coherence import entity_coherence, write_rows
+
+    e, m = params.evaluate, params.model
+    rows = _rows(params, "test", ["id", "source", "target", "unit_entities"], e.coherence_max_texts)
+    results = entity_coherence(model, tokenizer, rows, variant, batch_size=e.analysis_batch_size, seed=params.seed,
+                               max_source_length=m.max_source_length, max_target_length=m.max_target_length)
+    write_rows(results, analysis_dir(params, variant) / "coherence.csv")
+    summary = {r.label: {"accuracy": r.accuracy, "cases": sum(r.total.values()),
+                         "by_position": {str(k): v for k, v in r.by_position().items()}} for r in results}
+    print("; ".join(f"coherence {label}: {v['accuracy']} over {v['cases']} cases" for label, v in summary.items()))
+    return summary
+
+
+@stage_task
+def state_space(params: Params, variant: str, model, tokenizer) -> dict:
+    from eric.evaluate.state_analysis import explorer_html, training_state_usage, write_usage
+
+    e, m = params.evaluate, params.model
+    rows = _rows(params, "train", ["id", "title", "source", "target", "units", "unit_entities"],
+                 e.state_max_train_examples)
+    usage = training_state_usage(
+        model, tokenizer, rows, batch_size=e.analysis_batch_size, max_source_length=m.max_source_length,
+        max_target_length=m.max_target_length, entity_choice=m.entity_choice, seed=params.seed,
+        per_state=e.explorer_units_per_state,
+    )
+    out = analysis_dir(params, variant)
+    write_usage(usage, out / "state_usage.csv")
+    (out / "state_explorer.html").write_text(explorer_html(usage, f"Entity states of {variant} ({params.corpus.name})"))
+    top = {str(i): t for i, t in enumerate(usage.top(10), 1)}
+    print(f"{variant}: {usage.used}/{usage.num_states} states used by {usage.units} training units")
+    return {"states_used": usage.used, "num_states": usage.num_states, "state_units": usage.units, "top_states": top}
+
+
+@stage_task
+def save(params: Params, variant: str, metrics: dict) -> Path:
+    path = resolve_path(params.evaluate.metrics_dir) / f"{variant}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(metrics, indent=2) + "\n")
+    if params.train.mlflow:
+        log_to_mlflow(params, variant, metrics, [path, *sorted(analysis_dir(params, variant).glob("*"))])
+    return path
+
+
+def log_to_mlflow(params: Params, variant: str, metrics: dict, artifacts: list[Path]) -> None:
+    from eric.tracking import find_run, start_run
+
+    corpus = params.corpus.name
+    run_id = find_run(corpus, stage="train_stage_one", variant=variant)
+    numbers = flat_numbers(metrics)
+    with start_run(corpus, stage="evaluate", variant=variant, run_id=run_id,
+                   params=None if run_id else {"evaluate": params.evaluate.model_dump()}) as tracker:
+        tracker.log_metrics({f"eval.{k}": v for k, v in numbers.items()}, step=0)
+        tracker.set_tags({"evaluate.featurizer": metrics.get("mauve_featurizer", "none"),
+                          "evaluate.seed": str(params.evaluate.seed)})
+        for artifact in artifacts:
+            if artifact.is_file():
+                tracker.log_artifact(artifact)
+
+
+def flat_numbers(tree: dict, prefix: str = "") -> dict[str, float]:
+    """Numeric leaves as dotted names (MLflow metrics are flat)."""
+    out: dict[str, float] = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(flat_numbers(value, f"{name}."))
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[name.replace(" ", "_").replace("(", "").replace(")", "")] = float(value)
+    return out
+
+
+@stage_flow("evaluate")
+def run(variant: str, params_path: str = "params.yaml") -> dict:
+    params = read_params(params_path, variant)
+    shutil.rmtree(analysis_dir(params, variant), ignore_errors=True)  # no stale analyses
+    metrics = {"variant": variant, **score_samples(params, variant)}
+    config_has_state = params.model.variants[variant].state
+    if params.evaluate.coherence or config_has_state:
+        model, tokenizer = load_model(params, variant)
+        if params.evaluate.coherence:
+            metrics["coherence"] = coherence(params, variant, model, tokenizer)
+        if config_has_state:
+            metrics.update(state_space(params, variant, model, tokenizer))
+    save(params, variant, metrics)
+    return metrics
+
+
+def main(argv: list[str]) -> None:
+    if not argv:
+        sys.exit("usage: python stages/evaluate.py <variant> [params.yaml]")
+    quiet_user_errors(*USER_ERRORS)
+    try:
+        run(*argv[:2])
+    except USER_ERRORS as exc:
+        sys.exit(f"evaluate: {exc}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,133 @@
+"""DVC stage `report`: one table of every variant (as the paper's Table 2) with a Truth row,
+the analyses, the coherence and state-usage plots.
+
+    python stages/report.py [params.yaml]
+
+Reads metrics/evaluate/<variant>.json and outputs/analysis/<variant>/ for the variants
+in params.yaml, the references of outputs/samples/<first variant>.parquet (Truth: the
+reference-free metrics of the human texts) and metrics/train/<variant>.json (budget).
+Writes reports/results.md, results.html, coherence.png, state_usage.png and logs them,
+with every variant's numbers, to an MLflow run (stage `report`). A Prefect flow.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from _flow import run_stage, stage_flow, stage_task
+
+from eric.config import Params, ParamsError, load_params, resolve_path
+from eric.evaluate.errors import EvaluationError
+
+
+@stage_task
+def read_params(params_path: str) -> Params:
+    return load_params(params_path)
+
+
+def _read_json(path: Path, what: str) -> dict:
+    if not path.is_file():
+        raise EvaluationError(f"{path}: no {what}")
+    return json.loads(path.read_text())
+
+
+@stage_task
+def collect(params: Params):
+    from eric.evaluate.coherence import read_rows
+    from eric.evaluate.report import ReportInputs
+    from eric.evaluate.state_analysis import read_usage
+
+    metrics, coherence, usage = {}, [], {}
+    for variant in params.variants:
+        path = resolve_path(params.evaluate.metrics_dir) / f"{variant}.json"
+        metrics[variant] = _read_json(path, f"metrics (run `dvc repro evaluate@{variant}` first)")
+        folder = resolve_path(params.evaluate.analysis_dir) / variant
+        if (folder / "coherence.csv").is_file():
+            coherence.extend(read_rows(folder / "coherence.csv"))
+        if (folder / "state_usage.csv").is_file():
+            usage[variant] = read_usage(folder / "state_usage.csv")
+    truth = truth_metrics(params)
+    return ReportInputs(metrics, truth, coherence, usage, about(params, metrics, truth))
+
+
+def truth_metrics(params: Params) -> dict | None:
+    """Reference-free metrics of the references the first variant was scored against."""
+    from eric.evaluate.scoring import evaluate_texts
+    from eric.generate.schema import read_samples
+
+    path = resolve_path(params.sample.out_dir) / f"{params.variants[0]}.parquet"
+    if not path.is_file():
+        return None
+    references = [r["reference"] for r in read_samples(path)]
+    if not references or not all(references):
+        return None
+    e = params.evaluate
+    return evaluate_texts(references, mauve=False, max_units=e.max_units, zipf_top=e.zipf_top)
+
+
+def about(params: Params, metrics: dict[str, dict], truth: dict | None) -> list[str]:
+    """How the numbers were made: corpus, model size, training budget, scoring."""
+    m, first = params.model, next(iter(metrics.values()), {})
+    size = f"{m.size} preset" + (f", initialized from {m.init}" if m.init else ", random init")
+    lines = [
+        f"Corpus: {params.corpus.name} ({params.corpus.path}); {first.get('n_texts', '?')} "
+        f"{params.sample.split} inputs, sampled with top-p {params.sample.top_p}, seed "
+        f"{params.seed if params.sample.seed is None else params.sample.seed}",
+        f"Model size: {size}; K = {m.num_states} states of D = {m.state_dim}",
+        f"Training budget: {budget(params)}",
+    ]
+    featurizer = first.get("mauve_featurizer")
+    lines.append(f"Scoring: {first.get('tokenizer', '?')}, at most {params.evaluate.max_units} units; MAUVE: "
+                 + (f"{featurizer}, seed {first.get('mauve_seed')}" if featurizer else "not computed"))
+    if truth is None:
+        lines.append("Truth: no references in the samples")
+    return lines
+
+
+def budget(params: Params) -> str:
+    parts = []
+    for variant in params.variants:
+        path = resolve_path(params.train.metrics_dir) / f"{variant}.json"
+        if path.is_file():
+            t = json.loads(path.read_text())
+            parts.append(f"{variant} {t.get('steps')} steps ({t.get('epochs')} epochs, "
+                         f"{t.get('train_examples')} examples, {t.get('parameters', 0) / 1e6:.1f}M parameters)")
+    return "; ".join(parts) or "unknown (no metrics/train files)"
+
+
+@stage_task
+def write(params: Params, inputs) -> dict[str, Path]:
+    from eric.evaluate.report import write_report
+
+    paths = write_report(inputs, resolve_path(params.evaluate.report_dir))
+    print(paths["markdown"].read_text())
+    return paths
+
+
+@stage_task
+def log(params: Params, inputs, paths: dict[str, Path]) -> None:
+    from eric.tracking import start_run
+
+    if not params.train.mlflow:
+        return
+    numbers = {f"{variant}.{name}": value for variant, m in inputs.metrics.items() for name, value in m.items()
+               if isinstance(value, (int, float)) and not isinstance(value, bool)}
+    with start_run(params.corpus.name, stage="report", variant="all",
+                   params={"variants": ",".join(params.variants), "evaluate": params.evaluate.model_dump()}) as tracker:
+        tracker.log_metrics(numbers, step=0)
+        for path in paths.values():
+            tracker.log_artifact(path)
+
+
+@stage_flow("report")
+def run(params_path: str = "params.yaml") -> dict:
+    params = read_params(params_path)
+    inputs = collect(params)
+    paths = write(params, inputs)
+    log(params, inputs, paths)
+    return {name: str(path) for name, path in paths.items()}
+
+
+if __name__ == "__main__":
+    run_stage(run, ParamsError, EvaluationError)

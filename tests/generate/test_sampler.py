@@ -1,0 +1,150 @@
+"""Two-stage sampling on tiny random models: seeded, per-unit plans recorded, fallbacks counted."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+
+from eric.evaluate.state_analysis import stage_one_units
+from eric.generate.errors import SampleError
+from eric.generate.inputs import StoryInput, read_inputs
+from eric.generate.loading import load_mentions, load_stage_one
+from eric.generate.merge import NamePool
+from eric.generate.sampler import SamplingOptions, generate_mentions, sample_stage_one, sample_stories
+from eric.generate.schema import SAMPLES, fallback_summary, read_metadata, read_samples, write_samples
+from tests.generate.tiny import NUM_STATES, save, tiny_stage_one
+
+PLACEHOLDER = re.compile(r"<e\d+>")
+OPTIONS = SamplingOptions(batch_size=3, max_length=24, mention_max_length=16, progress=False, seed=5)
+
+
+@pytest.fixture(scope="module")
+def models(tiny_project):
+    model, tokenizer = load_stage_one(tiny_project / "models" / "stage_one" / "eric")
+    mentions, mention_tokenizer = load_mentions(tiny_project / "models" / "mentions")
+    return model, tokenizer, mentions, mention_tokenizer
+
+
+@pytest.fixture(scope="module")
+def inputs(tiny_project):
+    return read_inputs(tiny_project / "data" / "stage_one" / "test.parquet")
+
+
+def test_inputs_carry_references_with_names_restored(inputs):
+    assert len(inputs) == 6
+    assert all(r.reference and "<e" not in r.reference and r.reference.startswith("<sent>") for r in inputs)
+
+
+def test_sampling_is_deterministic_given_a_seed(models, inputs):
+    model, tokenizer, mentions, mention_tokenizer = models
+    first = sample_stories(inputs, model, tokenizer, OPTIONS, mentions, mention_tokenizer, NamePool(["Zed"], 1))
+    again = sample_stories(inputs, model, tokenizer, OPTIONS, mentions, mention_tokenizer, NamePool(["Zed"], 1))
+    other = sample_stories(inputs, model, tokenizer, SamplingOptions(**{**OPTIONS.__dict__, "seed": 6}),
+                           mentions, mention_tokenizer, NamePool(["Zed"], 1))
+    assert first == again
+    assert [r["stage_one"] for r in first] != [r["stage_one"] for r in other]
+    assert [r["id"] for r in first] == [r.id for r in inputs]
+
+
+def test_per_unit_entities_and_states_are_those_the_model_planned(models, inputs):
+    model, tokenizer, _, _ = models
+    texts = [r.input for r in inputs[:3]]
+    samples = sample_stage_one(model, tokenizer, texts, OPTIONS)
+    enc = tokenizer(texts, truncation=True, max_length=OPTIONS.max_source_length, padding=True, return_tensors="pt")
+    out = model.generate(enc["input_ids"], enc["attention_mask"], max_new_tokens=OPTIONS.max_length, top_p=0.9,
+                         generator=torch.Generator().manual_seed(OPTIONS.seed))
+    for row, sample in enumerate(samples):
+        assert list(zip(sample.unit_entities, sample.unit_states)) == out.units(row)
+        assert sample.text.startswith("<sent>")
+        assert len(sample.unit_entities) >= 1
+        assert len(stage_one_units(sample.text)) >= len(sample.unit_entities)
+    states = [s for sample in samples for s in sample.unit_states]
+    assert all(-1 <= s < NUM_STATES for s in states) and any(s >= 0 for s in states)
+    for sample in samples:  # a state exactly where a real entity was planned
+        for entity, state in zip(sample.unit_entities, sample.unit_states):
+            assert (state >= 0) == (entity != "<none>")
+
+
+def test_merge_fills_every_placeholder_and_counts_fallbacks(models, inputs):
+    model, tokenizer, mentions, mention_tokenizer = models
+    rows = sample_stories(inputs, model, tokenizer, OPTIONS, mentions, mention_tokenizer, NamePool(["Zed"], 1))
+    occurrences = sum(len(PLACEHOLDER.findall(r["stage_one"])) for r in rows)
+    assert occurrences > 0
+    for r in rows:
+        assert not PLACEHOLDER.search(r["final_text"])
+        assert sum(r[f"fallback_{k}"] for k in ("generated", "reused_last", "random_name")) == \
+            len(PLACEHOLDER.findall(r["stage_one"]))
+        assert all(m["mention"] and m["placeholder"] in r["mentions_text"] for m in r["mentions"])
+        if "<e" not in r["stage_one"]:
+            assert r["mentions_text"] == ""  # stage two only runs for stories with placeholders
+    summary = fallback_summary(rows)
+    assert summary["occurrences"] == occurrences
+    assert summary["generated"] + summary["reused_last"] + summary["random_name"] == occurrences
+
+
+def test_without_a_mention_model_every_placeholder_takes_a_training_name(models, inputs):
+    model, tokenizer, _, _ = models
+    rows = sample_stories(inputs, model, tokenizer, OPTIONS, pool=NamePool(["Zed Quill"], 0))
+    for r in rows:
+        n = len(PLACEHOLDER.findall(r["stage_one"]))
+        assert r["fallback_random_name"] == n and r["fallback_generated"] == 0
+        assert r["final_text"].count("Zed Quill") >= n and r["mentions"] == []
+
+
+def test_stage_two_skips_stories_without_placeholders(models):
+    _, _, mentions, tokenizer = models
+    out = generate_mentions(mentions, tokenizer, ["An input.", "Another."], ["<sent> No one here.", "<sent> <e0> runs."],
+                            OPTIONS)
+    assert out[0] == ""
+    assert out == generate_mentions(mentions, tokenizer, ["An input.", "Another."],
+                                    ["<sent> No one here.", "<sent> <e0> runs."], OPTIONS)
+
+
+def test_code_setting_leaves_the_first_unit_unplanned(tiny_project, inputs):
+    _, tokenizer = load_stage_one(tiny_project / "models" / "stage_one" / "eric")
+    model = tiny_stage_one(tokenizer, "eric", first_unit_state=False)
+    samples = sample_stage_one(model, tokenizer, [r.input for r in inputs[:2]], OPTIONS)
+    assert all(s.unit_entities[0] is None and s.unit_states[0] == -1 for s in samples)
+
+
+def test_variants_without_a_planner_record_no_units(tiny_project, inputs):
+    model, tokenizer = load_stage_one(tiny_project / "models" / "stage_one" / "bart")
+    rows = sample_stories(inputs[:2], model, tokenizer, OPTIONS)
+    assert all(r["unit_entities"] == [] and r["unit_states"] == [] for r in rows)
+    assert all(r["stage_one"].startswith("<sent>") for r in rows)
+
+
+def test_samples_round_trip_through_parquet_with_metadata(models, inputs, tmp_path):
+    model, tokenizer, mentions, mention_tokenizer = models
+    rows = sample_stories(inputs[:2], model, tokenizer, OPTIONS, mentions, mention_tokenizer)
+    path = write_samples(rows, tmp_path / "s.parquet", {"options": OPTIONS.as_dict()})
+    assert read_samples(path) == rows
+    assert read_metadata(path)["options"]["seed"] == 5
+    import pyarrow.parquet as pq
+
+    assert pq.read_schema(path).remove_metadata().equals(SAMPLES)
+
+
+def test_missing_or_broken_model_folders_fail_in_one_line(tmp_path, tiny_project):
+    with pytest.raises(SampleError, match="no stage-one model here"):
+        load_stage_one(tmp_path / "nothing")
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "config.json").write_text("{not json")
+    (broken / "tokenizer_config.json").write_text("{}")
+    with pytest.raises(SampleError) as info:
+        load_stage_one(broken)
+    assert "\n" not in str(info.value)
+    with pytest.raises(SampleError, match="no such input file"):
+        read_inputs(tmp_path / "missing.parquet")
+    (tmp_path / "empty.txt").write_text("\n\n")
+    with pytest.raises(SampleError, match="no inputs"):
+        read_inputs(tmp_path / "empty.txt")
+
+
+def test_plain_text_inputs_have_no_reference(tmp_path):
+    path = tmp_path / "in.txt"
+    path.write_text("First input.\n\nSecond input.\n")
+    assert read_inputs(path) == [StoryInput("0", "First input."), StoryInput("2", "Second input.")]
