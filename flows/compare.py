@@ -1,9 +1,10 @@
 """The ablation table from MLflow: one row per variant, final metrics side by side.
 
-    python flows/compare.py [--experiment eric] [--run PIPELINE_RUN_ID] [--all]
+    python flows/compare.py [--experiment NAME] [--run PIPELINE_RUN_ID] [--all]
 
-Reads MLFLOW_TRACKING_URI (else the project's mlflow.db). By default the variants
-of the latest pipeline execution; --all lists every variant run of the experiment.
+Reads MLFLOW_TRACKING_URI (else the project's mlflow.db); the experiment defaults
+to params.yaml's corpus name. By default the variants of the latest pipeline
+execution; --all lists every variant run of the experiment.
 """
 
 from __future__ import annotations
@@ -63,17 +64,27 @@ def _frame(runs, with_start: bool):
 
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--experiment", default="eric")
+    parser.add_argument("--experiment", help="default: params.yaml's corpus.name")
     parser.add_argument("--run", help="a pipeline run id (default: the latest)")
     parser.add_argument("--all", action="store_true", help="every variant run, not just one execution's")
     args = parser.parse_args(argv)
     uri = review.tracking_uri(ROOT)
     try:
-        table = variant_table(uri, args.experiment, args.run, args.all)
+        experiment = args.experiment or _corpus_name()
+        table = variant_table(uri, experiment, args.run, args.all)
     except CompareError as exc:
         sys.exit(f"compare: {exc}")
     flat = table.reset_index()
     print(flat.to_markdown(index=False, floatfmt=".4g") if _has_tabulate() else flat.to_string(index=False))
+
+
+def _corpus_name() -> str:
+    import yaml
+
+    path = ROOT / "params.yaml"
+    if not path.is_file():
+        raise CompareError(f"{path} not found: pass --experiment")
+    return str(((yaml.safe_load(path.read_text()) or {}).get("corpus") or {}).get("name") or "eric")
 
 
 def _has_tabulate() -> bool:

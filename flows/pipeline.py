@@ -146,6 +146,11 @@ def close_run(uri, exp_id, run_id, params, metrics, variants, report, ok) -> dic
     return review.close_pipeline_run(uri, exp_id, run_id, params, metrics, variants, report, ok)
 
 
+def mlflow_experiment(params: dict, overrides: dict[str, Any]) -> str:
+    """One MLflow experiment per corpus, as eric/tracking.py does for the stages."""
+    return str(overrides.get("corpus.name") or (params.get("corpus") or {}).get("name") or "eric")
+
+
 def _metrics_or_none(root: Path, env: dict[str, str]) -> dict[str, dict]:
     try:
         return read_metrics(root, env)
@@ -174,14 +179,17 @@ def pipeline(
     corpus_kind: str | None = None,
     corpus_name: str | None = None,
     model_init: str | None = None,
-    experiment: str = "eric",
+    experiment: str | None = None,
     exp_name: str | None = None,
     force: bool = False,
 ) -> dict[str, Any]:
-    """Run the DVC pipeline (overrides -> `dvc exp run -S`), record it in MLflow."""
+    """Run the DVC pipeline (overrides -> `dvc exp run -S`), record it in MLflow
+    (experiment: the corpus name, where eric/tracking.py puts the stages' runs)."""
     root = PROJECT_ROOT
     corpus = {"corpus_path": corpus_path, "corpus_kind": corpus_kind, "corpus_name": corpus_name}
-    merged = gather_overrides(read_params(root), profile, overrides, variants, corpus, model_init)
+    params = read_params(root)
+    merged = gather_overrides(params, profile, overrides, variants, corpus, model_init)
+    experiment = experiment or mlflow_experiment(params, merged)
     command = dvc_command(merged, exp_name, force)
     git = git_state(root)
     uri = review.tracking_uri(root)
@@ -215,7 +223,7 @@ def _parse_args(argv: list[str]) -> dict[str, Any]:
     parser.add_argument("--profile", help="flows/profiles/<name>.yaml (e.g. smoke)")
     parser.add_argument("-S", "--set", action="append", default=[], metavar="KEY=VALUE", help="params override")
     parser.add_argument("--variants", help="comma-separated variants (ablation sweep)")
-    parser.add_argument("--experiment", default="eric", help="MLflow experiment")
+    parser.add_argument("--experiment", help="MLflow experiment (default: the corpus name)")
     parser.add_argument("--force", action="store_true", help="rerun every stage")
     args = parser.parse_args(argv)
     overrides = {}

@@ -1,12 +1,14 @@
 """MLflow review of a pipeline execution: a parent run plus one child per variant.
 
-Layout (experiment `eric` unless the flow is told otherwise):
+Layout, in the corpus's experiment (`wikiplots-mini`, ...: where eric/tracking.py
+logs the stages' own runs):
 - parent run `pipeline <flow run>`, tag eric.role=pipeline: git commit
   (mlflow.source.git.commit), the DVC command and experiment, the Prefect flow
   run, the params actually used (flattened params.yaml) and the metrics of files
   that belong to no variant (stats.json -> stats.train.examples, ...).
 - child run per variant, named after it, tags eric.role=variant and
-  eric.variant=<name>: the final metrics of that variant's files.
+  eric.variant=<name> (and `variant`, as the stages' runs have): the final
+  metrics of that variant's files.
 So the UI, filtered by `tags."eric.role" = 'variant'`, shows one row per variant
 with its metrics side by side; expanded under its parent, one execution's table.
 Stages that log their own runs (curves) nest under the parent through the
@@ -102,7 +104,7 @@ def open_pipeline_run(uri: str, experiment: str, name: str, tags: Mapping[str, s
     client = MlflowClient(uri)
     found = client.get_experiment_by_name(experiment)
     exp_id = found.experiment_id if found else client.create_experiment(experiment)
-    run = client.create_run(exp_id, run_name=name, tags={"eric.role": "pipeline", **tags})
+    run = client.create_run(exp_id, run_name=name, tags={"eric.role": "pipeline", "stage": "pipeline", **tags})
     return exp_id, run.info.run_id
 
 
@@ -126,7 +128,7 @@ def close_pipeline_run(
     children = {}
     parent_tags = {t: v for t, v in client.get_run(run_id).data.tags.items() if t.startswith(("mlflow.source", "dvc."))}
     for variant, values in per_variant.items():
-        tags = {**parent_tags, "mlflow.parentRunId": run_id, "eric.role": "variant", "eric.variant": variant}
+        tags = {**parent_tags, "mlflow.parentRunId": run_id, "eric.role": "variant", "eric.variant": variant, "variant": variant}
         child = client.create_run(exp_id, run_name=variant, tags=tags)
         _log(client, child.info.run_id, metrics=_metrics(values))
         client.set_terminated(child.info.run_id, "FINISHED" if ok else "FAILED")

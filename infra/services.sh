@@ -38,9 +38,11 @@ pidfile() { echo "$STATE/$1.pid"; }
 
 # A pid file whose process still runs the program we started (not a reused pid).
 running() {
-  local f; f=$(pidfile "$1")
+  local f pid; f=$(pidfile "$1")
   [ -f "$f" ] || return 1
-  ps -o args= -p "$(cat "$f")" 2>/dev/null | grep -q "$2"
+  pid=$(cat "$f")
+  if [ -r "/proc/$pid/cmdline" ]; then tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q "$2"
+  else ps -o args= -p "$pid" 2>/dev/null | grep -q "$2"; fi
 }
 
 # Start a program in its own session, so that stopping it reaches its children.

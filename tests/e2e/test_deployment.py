@@ -81,9 +81,13 @@ def test_kubernetes_work_pool_template_registers_on_the_server(deployed):
     assert pool["base_job_template"]["variables"]["properties"]["gpus"]["default"] == 1
 
 
+def corpus_experiment(root) -> str:
+    return yaml.safe_load((root / "params.yaml").read_text())["corpus"]["name"]
+
+
 def test_mlflow_has_the_pipeline_run_and_every_variant(deployed):
     services, _ = deployed
-    runs = mlflow_runs(services.mlflow_url, "eric")
+    runs = mlflow_runs(services.mlflow_url, corpus_experiment(services.root))
     pipelines = [r for r in runs if tags_of(r).get("eric.role") == "pipeline"]
     assert len(pipelines) == 1
     parent = pipelines[0]
@@ -111,7 +115,8 @@ def runs_per_variant(root) -> bool:
 
 def test_report_artifact_is_on_the_mlflow_server(deployed):
     services, _ = deployed
-    run_id = next(r["info"]["run_id"] for r in mlflow_runs(services.mlflow_url, "eric") if tags_of(r).get("eric.role") == "pipeline")
+    runs = mlflow_runs(services.mlflow_url, corpus_experiment(services.root))
+    run_id = next(r["info"]["run_id"] for r in runs if tags_of(r).get("eric.role") == "pipeline")
     listed = get_json(f"{services.mlflow_url}/api/2.0/mlflow/artifacts/list?run_id={run_id}")
     assert "pipeline_report.json" in {f["path"] for f in listed.get("files", [])}
 

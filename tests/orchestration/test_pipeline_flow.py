@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import yaml
 from dvc_steps import OverrideError
-from pipeline import PROFILES, _parse_args, gather_overrides, pipeline, profile_overrides
+from pipeline import PROFILES, _parse_args, gather_overrides, mlflow_experiment, pipeline, profile_overrides
 
 from eric.config import DEFAULT_PARAMS
 
@@ -92,6 +92,11 @@ def test_every_profile_file_is_a_flat_mapping_of_dotted_keys():
     for path in PROFILES.glob("*.yaml"):
         data = yaml.safe_load(path.read_text())
         assert isinstance(data, dict) and all(not isinstance(v, dict) for v in data.values()), path
+
+
+def test_the_mlflow_experiment_is_the_corpus_name():
+    assert mlflow_experiment(PARAMS, {}) == "wikiplots-mini"
+    assert mlflow_experiment(PARAMS, {"corpus.name": "cnn"}) == "cnn"
 
 
 def test_command_line_arguments():
