@@ -205,11 +205,11 @@ def pipeline(
     exp_id, run_id = open_run(uri, experiment, f"pipeline {ctx.flow_run.name}", tags)
     env = stage_env(uri, experiment, run_id)
     report: dict[str, Any] = {"git": git, "command": tags["dvc.command"], "overrides": merged}
+    ok = False
     try:
-        output = run_dvc(command, root, env)
-        report["dvc_experiment"] = experiment_name(output)
+        report["dvc_experiment"] = experiment_name(run_dvc(command, root, env))
+        ok = True
     finally:  # a failed execution is recorded too, with whatever metrics exist
-        ok = "dvc_experiment" in report
         params = read_params(root)
         report["metrics"] = _metrics_or_none(root, env)
         names = review.variant_names(params, variants)
