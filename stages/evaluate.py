@@ -19,10 +19,9 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from pathlib import Path
 
-from _flow import quiet_user_errors, stage_flow, stage_task
+from _flow import run_stage, stage_flow, stage_task
 
 from eric.config import Params, ParamsError, load_params, resolve_path
 from eric.evaluate.errors import EvaluationError
@@ -181,15 +180,5 @@ def run(variant: str, params_path: str = "params.yaml") -> dict:
     return metrics
 
 
-def main(argv: list[str]) -> None:
-    if not argv:
-        sys.exit("usage: python stages/evaluate.py <variant> [params.yaml]")
-    quiet_user_errors(*USER_ERRORS)
-    try:
-        run(*argv[:2])
-    except USER_ERRORS as exc:
-        sys.exit(f"evaluate: {exc}")
-
-
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    run_stage(run, *USER_ERRORS)  # argv: <variant> [params.yaml]

@@ -11,10 +11,9 @@ its metadata recording the options, models and seed. A Prefect flow (`stage-samp
 
 from __future__ import annotations
 
-import sys
 import time
 
-from _flow import quiet_user_errors, stage_flow, stage_task
+from _flow import run_stage, stage_flow, stage_task
 
 from eric.config import Params, ParamsError, load_params, resolve_path
 from eric.generate.errors import SampleError
@@ -84,15 +83,5 @@ def run(variant: str, params_path: str = "params.yaml") -> dict:
     return sample(params, variant, inputs, names)
 
 
-def main(argv: list[str]) -> None:
-    if not argv:
-        sys.exit("usage: python stages/sample.py <variant> [params.yaml]")
-    quiet_user_errors(ParamsError, SampleError)
-    try:
-        run(*argv[:2])
-    except (ParamsError, SampleError) as exc:
-        sys.exit(f"sample: {exc}")
-
-
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    run_stage(run, ParamsError, SampleError)  # argv: <variant> [params.yaml]

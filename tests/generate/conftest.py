@@ -14,7 +14,7 @@ import yaml
 
 from eric.config import PROJECT_ROOT
 from eric.data.schema import STAGE_ONE
-from tests.generate.tiny import one_thread, save, synthetic_rows, tiny_mentions, tiny_stage_one, tiny_tokenizer  # noqa: F401
+from tests.generate.tiny import save, synthetic_rows, tiny_mentions, tiny_stage_one, tiny_tokenizer
 
 STAGES = str(PROJECT_ROOT / "stages")
 if STAGES not in sys.path:
@@ -54,6 +54,12 @@ def tiny_project(tmp_path_factory) -> Path:
     return root
 
 
-@pytest.fixture(autouse=True)
-def _tiny_models_on_one_thread(one_thread):  # noqa: F811
+@pytest.fixture(scope="package", autouse=True)
+def _tiny_models_on_one_thread():
+    """Tiny models run ~10x faster on one thread than on two busy cores (no spin-waits)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
     yield
+    torch.set_num_threads(before)

@@ -1,0 +1,59 @@
+"""The results report: every variant, a Truth row, the analyses, both plots."""
+
+from __future__ import annotations
+
+import re
+
+from eric.evaluate.report import ReportInputs, analysis_rows, table_rows, write_report
+
+ERIC = {"B-1": 25.123, "B-2": 9.87, "MSJ-1": 40.0, "MSJ-2": 30.0, "MAUVE": 61.5, "Rpt-16": 16.224, "Rpt-32": 28.12,
+        "Rpt-64": 37.06, "D-3": 75.94, "D-4": 93.02, "Zipf": 1.11, "Len": 236.4, "n_texts": 6,
+        "mention_control": 0.966, "states_used": 501, "num_states": 512,
+        "top_states": {"1": {"state": 17, "count": 30, "share": 0.0371}},
+        "coherence": {"eric": {"accuracy": 0.7}, "eric (random states)": {"accuracy": 0.55}},
+        "fallback": {"reused_last_share": 0.025, "random_name_share": 0.011}}
+BART = {"B-1": 24.0, "B-2": 9.0, "Rpt-16": 18.0, "Rpt-32": 30.0, "Rpt-64": 40.0, "D-3": 70.0, "D-4": 90.0,
+        "Zipf": 1.2, "Len": 250.0, "coherence": {"bart": {"accuracy": 0.6}}, "fallback": {}}
+TRUTH = {"Rpt-16": 12.0, "Rpt-32": 22.5, "Rpt-64": 31.0, "D-3": 88.0, "D-4": 97.0, "Zipf": 1.05, "Len": 240.0}
+
+
+def inputs() -> ReportInputs:
+    coherence = [{"model": m, "position": p, "accuracy": a, "count": 3}
+                 for m, base in (("eric", 0.7), ("eric (random states)", 0.5), ("bart", 0.6)) for p, a in
+                 ((2, base), (3, base + 0.1))]
+    usage = {"eric": [{"rank": 1, "state": 17, "count": 30, "share": 0.6}, {"rank": 2, "state": 3, "count": 20,
+                                                                               "share": 0.4}]}
+    return ReportInputs({"eric": ERIC, "bart": BART}, TRUTH, coherence, usage, ["Corpus: tiny", "Model size: tiny"])
+
+
+def test_table_rows_format_like_the_paper_with_truth():
+    rows = table_rows(inputs())
+    assert rows[0] == ["ERIC", "25.12", "9.87", "40.00", "30.00", "61.50", "16.22", "28.12", "37.06", "75.94",
+                       "93.02", "1.11", "236"]
+    assert rows[1][0] == "BART" and rows[1][3:6] == ["–", "–", "–"]  # no MSJ/MAUVE given
+    assert rows[2] == ["Truth", "–", "–", "–", "–", "–", "12.00", "22.50", "31.00", "88.00", "97.00", "1.05", "240"]
+
+
+def test_analysis_rows():
+    eric, bart = analysis_rows(inputs())
+    assert eric == ["ERIC", "96.6", "501/512", "17: 3.7", "70.0", "55.0", "2.5", "1.1"]
+    assert bart == ["BART", "–", "–", "–", "60.0", "–", "–", "–"]
+
+
+def test_report_files(tmp_path):
+    paths = write_report(inputs(), tmp_path / "reports")
+    markdown = paths["markdown"].read_text()
+    assert "| ERIC | 25.12 |" in markdown and "| BART |" in markdown and "| Truth | – |" in markdown
+    assert "- Corpus: tiny" in markdown and "![State usage](state_usage.png)" in markdown
+    page = paths["html"].read_text()
+    assert len(re.findall(r"<tr>", page)) == 1 + 3 + 1 + 2  # two headers, 3 + 2 rows
+    assert "<img src='coherence.png'" in page and "http" not in page
+    for name in ("coherence", "state_usage"):
+        assert paths[name].read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_report_without_truth_or_analyses_still_builds(tmp_path):
+    paths = write_report(ReportInputs({"bart": BART}), tmp_path)
+    markdown = paths["markdown"].read_text()
+    assert "| BART |" in markdown and "Truth |" not in markdown
+    assert paths["coherence"].is_file() and paths["state_usage"].is_file()

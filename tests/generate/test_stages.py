@@ -1,0 +1,76 @@
+"""sample@v -> evaluate@v -> report on the tiny project, as DVC runs them (without Prefect: run.fn)."""
+
+from __future__ import annotations
+
+import json
+
+import evaluate as evaluate_stage
+import pytest
+import report as report_stage
+import sample as sample_stage
+
+from eric.config import ParamsError
+from eric.evaluate.errors import EvaluationError
+from eric.generate.errors import SampleError
+from eric.generate.schema import read_metadata, read_samples
+from tests.generate.tiny import NUM_STATES
+
+TABLE_2 = ["Rpt-16", "Rpt-32", "Rpt-64", "D-3", "D-4", "Zipf", "Len", "B-1", "B-2", "MSJ-1", "MSJ-2"]
+
+
+@pytest.fixture(scope="module")
+def pipeline(tiny_project):
+    params = str(tiny_project / "params.yaml")
+    summaries = {v: sample_stage.run.fn(v, params) for v in ("eric", "bart")}
+    metrics = {v: evaluate_stage.run.fn(v, params) for v in ("eric", "bart")}
+    paths = report_stage.run.fn(params)
+    return tiny_project, summaries, metrics, paths
+
+
+def test_sample_stage_writes_one_row_per_test_input(pipeline):
+    root, summaries, _, _ = pipeline
+    rows = read_samples(root / "outputs" / "samples" / "eric.parquet")
+    assert len(rows) == 6 and summaries["eric"]["stories"] == 6
+    assert all(r["reference"] and r["final_text"] for r in rows)
+    meta = read_metadata(root / "outputs" / "samples" / "eric.parquet")
+    assert meta["variant"] == "eric" and meta["options"]["max_length"] == 24 and meta["options"]["seed"] == 42
+
+
+def test_evaluate_stage_writes_metrics_and_analyses(pipeline):
+    root, _, metrics, _ = pipeline
+    saved = json.loads((root / "metrics" / "evaluate" / "eric.json").read_text())
+    assert saved == json.loads(json.dumps(metrics["eric"]))
+    assert all(name in saved for name in TABLE_2) and "MAUVE" not in saved  # mauve: false in the tiny params
+    assert 0 <= saved["mention_control"] <= 1 and saved["mention_control_units"] > 0
+    assert 0 < saved["states_used"] <= NUM_STATES and saved["num_states"] == NUM_STATES
+    assert set(saved["coherence"]) == {"eric", "eric (random states)"}
+    assert saved["fallback"]["occurrences"] >= 0
+    folder = root / "outputs" / "analysis"
+    assert {p.name for p in (folder / "eric").iterdir()} == {"coherence.csv", "state_usage.csv", "state_explorer.html"}
+    assert {p.name for p in (folder / "bart").iterdir()} == {"coherence.csv"}
+    bart = metrics["bart"]
+    assert set(bart["coherence"]) == {"bart"} and "states_used" not in bart and "mention_control" not in bart
+
+
+def test_report_has_every_variant_and_truth(pipeline):
+    root, _, _, paths = pipeline
+    markdown = (root / "reports" / "results.md").read_text()
+    for name in ("| ERIC |", "| BART |", "| Truth |", "coherence.png", "state_usage.png", "tiny preset"):
+        assert name in markdown
+    assert {p.name for p in (root / "reports").iterdir()} >= {"results.md", "results.html", "coherence.png",
+                                                             "state_usage.png"}
+    assert set(paths) == {"markdown", "html", "coherence", "state_usage"}
+
+
+def test_bad_variant_or_missing_inputs_are_user_errors(tiny_project, tmp_path):
+    params = str(tiny_project / "params.yaml")
+    with pytest.raises(ParamsError, match="unknown variant 'nope'"):
+        sample_stage.run.fn("nope", params)
+    with pytest.raises(EvaluationError, match="no samples .*sample@seq2seq"):
+        evaluate_stage.run.fn("seq2seq", params)
+    broken = tmp_path / "params.yaml"
+    broken.write_text((tiny_project / "params.yaml").read_text().replace(
+        str(tiny_project / "models" / "mentions"), str(tmp_path / "none")))
+    with pytest.raises(SampleError, match="no mention model here") as info:
+        sample_stage.run.fn("eric", str(broken))
+    assert "\n" not in str(info.value)
