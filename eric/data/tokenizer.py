@@ -1,0 +1,135 @@
+"""The stage-one/stage-two tokenizer: BART's specials plus `<sent>` and `<e0>`..`<eK-1>`.
+
+Two ways to get one, both saved in Hugging Face format (loads with AutoTokenizer):
+
+- `from_pretrained_dir(path)`: a local pretrained tokenizer (e.g. a downloaded
+  facebook/bart-base), with the ERIC tokens added;
+- `train_bpe(texts, vocab_size)`: a byte-level BPE trained on the training split,
+  with BART's special tokens at BART's ids (<s>=0, <pad>=1, </s>=2, <unk>=3,
+  <mask>=4) and the ERIC tokens added after the learned vocabulary.
+
+`<sent>` is a special token (dropped by `skip_special_tokens=True`); placeholders
+are ordinary added tokens, so decoded stage-one text keeps them. Neither strips
+whitespace, so decoding gives back the exact text (a space before a placeholder is
+its own token).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+from transformers import AutoTokenizer, PreTrainedTokenizerBase, PreTrainedTokenizerFast
+
+from eric.data.schema import SENT_TOKEN, placeholder_tokens
+
+BART_SPECIAL_TOKENS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+_ERIC_TOKEN = re.compile(r"<sent>|<e\d+>")
+
+
+@dataclass(frozen=True)
+class SpecialTokenIds:
+    """The ids the model config needs."""
+
+    bos: int
+    eos: int
+    pad: int
+    sent: int
+    entities: list[int]
+
+    @property
+    def decoder_start(self) -> int:
+        return self.eos  # BART starts decoding from </s>
+
+
+def add_eric_tokens(tokenizer: PreTrainedTokenizerBase, max_entities: int) -> PreTrainedTokenizerBase:
+    """Add <sent> (special) and the placeholders (ordinary) if missing; idempotent."""
+    tokenizer.add_special_tokens(
+        {"additional_special_tokens": [AddedToken(SENT_TOKEN, normalized=False, special=True)]},
+        replace_extra_special_tokens=False,
+    )
+    tokenizer.add_tokens([AddedToken(t, normalized=False, special=False) for t in placeholder_tokens(max_entities)])
+    return tokenizer
+
+
+def special_token_ids(tokenizer: PreTrainedTokenizerBase, max_entities: int) -> SpecialTokenIds:
+    unk = tokenizer.unk_token_id
+    sent = tokenizer.convert_tokens_to_ids(SENT_TOKEN)
+    entities = tokenizer.convert_tokens_to_ids(placeholder_tokens(max_entities))
+    if sent in (None, unk) or any(i in (None, unk) for i in entities):
+        raise ValueError(f"tokenizer lacks {SENT_TOKEN} or <e0>..<e{max_entities - 1}>: build it with eric.data.tokenizer")
+    return SpecialTokenIds(tokenizer.bos_token_id, tokenizer.eos_token_id, tokenizer.pad_token_id, sent, entities)
+
+
+def from_pretrained_dir(path: str | Path, max_entities: int) -> PreTrainedTokenizerBase:
+    path = Path(path)
+    if not path.is_dir():
+        raise FileNotFoundError(f"{path}: no tokenizer directory (download one, e.g. facebook/bart-base, to disk)")
+    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    return add_eric_tokens(tokenizer, max_entities)
+
+
+def strip_eric_tokens(text: str) -> str:
+    """Training text for BPE: placeholders and <sent> are whole tokens, not material for merges."""
+    return _ERIC_TOKEN.sub(" ", text)
+
+
+def train_bpe(
+    texts: Iterable[str], vocab_size: int, max_entities: int, min_frequency: int = 2
+) -> PreTrainedTokenizerFast:
+    """A byte-level BPE (GPT-2/BART style) trained on `texts`; vocab_size counts BART's specials."""
+    if vocab_size <= len(BART_SPECIAL_TOKENS) + 256:
+        raise ValueError(f"vocab_size {vocab_size} is too small for a byte-level BPE (needs > 261)")
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        min_frequency=min_frequency,
+        special_tokens=BART_SPECIAL_TOKENS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    bpe.train_from_iterator((strip_eric_tokens(t) for t in texts), trainer)
+    bos, eos = bpe.token_to_id("<s>"), bpe.token_to_id("</s>")
+    bpe.post_processor = processors.TemplateProcessing(
+        single="<s> $A </s>", pair="<s> $A </s> </s> $B </s>", special_tokens=[("<s>", bos), ("</s>", eos)]
+    )
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=bpe,
+        bos_token="<s>",
+        eos_token="</s>",
+        pad_token="<pad>",
+        unk_token="<unk>",
+        mask_token="<mask>",
+    )
+    return add_eric_tokens(tokenizer, max_entities)
+
+
+def build_tokenizer(
+    texts: Iterable[str] | None,
+    *,
+    pretrained: str | Path | None = None,
+    vocab_size: int = 8000,
+    max_entities: int = 100,
+    min_frequency: int = 2,
+) -> PreTrainedTokenizerBase:
+    """From a local pretrained tokenizer if given, else a BPE trained on `texts`."""
+    if pretrained:
+        return from_pretrained_dir(pretrained, max_entities)
+    if texts is None:
+        raise ValueError("training a BPE needs texts")
+    return train_bpe(texts, vocab_size, max_entities, min_frequency)
+
+
+def load_tokenizer(path: str | Path, max_entities: int = 100) -> PreTrainedTokenizerBase:
+    """A tokenizer saved by the `tokenizer` stage (checks that the ERIC tokens are there)."""
+    path = Path(path)
+    if not (path / "tokenizer_config.json").is_file():
+        raise FileNotFoundError(f"{path}: no saved tokenizer (run the `tokenizer` stage first)")
+    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    special_token_ids(tokenizer, max_entities)
+    return tokenizer

@@ -1,0 +1,78 @@
+"""`EricConfig`: a BART config plus the entity-state knobs of the paper.
+
+Defaults follow the paper (K=512 states of D=128 dimensions, at most 100 entities,
+tau=0.1, lambda1=lambda2=1). Where the authors' released code behaves differently,
+a switch reproduces the code and its default is the paper's behaviour:
+
+    detach_planner_inputs  paper False: L_Ent and L_CL train the decoder too;
+                           code True: the planner and predictor read detached states
+    hard_negatives         paper False: in-batch negatives only;
+                           code True: also another entity of the same unit
+    entity_temperature     paper 1.0; code 1.2 (sampling the next entity)
+    first_unit_state       paper True: unit 1 carries an entity and a state too;
+                           code False: unit 1 gets neither and is no planner target
+
+Ablations remove exactly one mechanism each: `use_state_attention` (w/o StateAttn),
+`use_state` (w/o s_n: state input, state space, predictor, sentence encoder and
+L_CL) and `use_entity` (with `use_state` off, w/o s_n & p_n: entity input and
+planner). All three off is plain BART reading sentence tokens.
+"""
+
+from __future__ import annotations
+
+from huggingface_hub.dataclasses import strict
+from transformers import BartConfig
+
+NONE_CLASS = 0  # entity-planner class for "no entity"; class i+1 is placeholder <ei>
+
+
+@strict
+class EricConfig(BartConfig):
+    model_type = "eric"
+
+    num_states: int = 512
+    state_dim: int = 128
+    max_entities: int = 100
+    tau: float | int = 0.1
+    lambda_entity: float | int = 1.0
+    lambda_contrastive: float | int = 1.0
+    state_attention_heads: int = 1
+
+    use_state_attention: bool = True
+    use_state: bool = True
+    use_entity: bool = True
+
+    detach_planner_inputs: bool = False
+    hard_negatives: bool = False
+    entity_temperature: float | int = 1.0
+    first_unit_state: bool = True
+
+    sent_token_id: int | None = None
+    entity_token_ids: list[int] | None = None
+
+    def validate_eric(self):
+        """Run by `@strict` at construction: one clear message per bad value."""
+        if self.use_state and not self.use_entity:
+            raise ValueError("use_state needs use_entity (the state predictor reads the planned entity)")
+        for name in ("num_states", "state_dim", "max_entities", "state_attention_heads"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1")
+        if self.state_dim % self.state_attention_heads:
+            raise ValueError("state_dim must be divisible by state_attention_heads")
+        if self.tau <= 0 or self.entity_temperature <= 0:
+            raise ValueError("tau and entity_temperature must be > 0")
+        if self.needs_sentence_tokens and self.sent_token_id is None:
+            raise ValueError("sent_token_id is required when an entity/state mechanism is on")
+        if self.use_entity:
+            ids = self.entity_token_ids or []
+            if len(ids) != self.max_entities:
+                raise ValueError(f"entity_token_ids needs max_entities={self.max_entities} ids, got {len(ids)}")
+
+    @property
+    def needs_sentence_tokens(self) -> bool:
+        return self.use_state_attention or self.use_state or self.use_entity
+
+    @property
+    def num_entity_classes(self) -> int:
+        """The planner's classes: <none> plus one per placeholder."""
+        return 1 + self.max_entities

@@ -1,0 +1,266 @@
+"""Sampling from ERIC: plan the entity and its state at every sentence token.
+
+The decoder starts from `</s> <s> <sent>` (the prefix every training target has).
+Whenever the token about to be read is a sentence token, the model
+
+  1. pools the last-layer states of the previous unit (q_{n-1}),
+  2. samples the next entity p_n from the planner (temperature `entity_temperature`),
+  3. predicts e^_n from the prefix and quantizes it to the nearest state s_n,
+  4. reads `<sent>` with E(p_n) + s_n added, as in training.
+
+With `use_cache=True` (default) the decoder runs one token per step on BART's KV
+cache plus the state-attention memory, and the planner keeps a running mean and its
+own key/value memory; with `use_cache=False` every step re-runs the whole prefix
+through the training-time code path (slow; for parity tests).
+
+`generate` returns the tokens (starting with the decoder start token, like
+transformers) and, per unit, the entity class (0 = <none>, i+1 = <ei>, -100 = no
+unit) and the state id (-1 = no state).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from transformers.generation import (
+    LogitsProcessorList,
+    MinNewTokensLengthLogitsProcessor,
+    NoRepeatNGramLogitsProcessor,
+    TemperatureLogitsWarper,
+    TopKLogitsWarper,
+    TopPLogitsWarper,
+)
+
+from transformers.masking_utils import create_bidirectional_mask
+
+from eric.model.decoder import EricCache
+from eric.model.units import UnitLayout
+
+NO_UNIT = -100
+
+
+@dataclass
+class EricGenerationOutput:
+    sequences: torch.Tensor  # [B, L]
+    entity_ids: torch.Tensor | None  # [B, U]
+    state_ids: torch.Tensor | None  # [B, U]
+
+    def units(self, row: int) -> list[tuple[str, int]]:
+        """(placeholder or "<none>", state id) for each unit of one text."""
+        if self.entity_ids is None:
+            return []
+        pairs = []
+        for cls, state in zip(self.entity_ids[row].tolist(), self.state_ids[row].tolist()):
+            if cls == NO_UNIT:
+                break
+            pairs.append(("<none>" if cls == 0 else f"<e{cls - 1}>", state))
+        return pairs
+
+
+class PlannerMemory:
+    """Generation-time inputs of the planner: running mean of the current unit, predictor K/V.
+
+    The predictor's keys/values are projected lazily, only when a unit is planned.
+    """
+
+    def __init__(self, batch: int, dim: int, device: torch.device, predictor=None):
+        self.unit_sum = torch.zeros(batch, dim, device=device)
+        self.unit_count = torch.zeros(batch, device=device)
+        self.predictor = predictor
+        self.pending: list[torch.Tensor] = []
+        self.keys: torch.Tensor | None = None
+        self.values: torch.Tensor | None = None
+
+    def context(self, dtype: torch.dtype) -> torch.Tensor:
+        return (self.unit_sum / self.unit_count.clamp(min=1)[:, None]).to(dtype)
+
+    def update(self, hidden: torch.Tensor, starts_unit: torch.Tensor) -> None:
+        """hidden [B, 1, d] of the token just read; a sentence token starts a new unit."""
+        h = hidden[:, 0].float()
+        self.unit_sum = torch.where(starts_unit[:, None], h, self.unit_sum + h)
+        self.unit_count = torch.where(starts_unit, torch.ones_like(self.unit_count), self.unit_count + 1)
+        if self.predictor is not None:
+            self.pending.append(hidden)
+
+    def key_values(self) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        if self.pending:
+            k, v = self.predictor.memory(torch.cat(self.pending, dim=1))
+            self.keys = k if self.keys is None else torch.cat([self.keys, k], dim=1)
+            self.values = v if self.values is None else torch.cat([self.values, v], dim=1)
+            self.pending = []
+        return self.keys, self.values
+
+
+class EricGenerationMixin:
+    """`generate()` for EricForConditionalGeneration."""
+
+    @torch.no_grad()
+    def generate(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        *,
+        max_new_tokens: int = 512,
+        min_new_tokens: int = 0,
+        do_sample: bool = True,
+        temperature: float = 1.0,
+        top_k: int = 0,
+        top_p: float = 1.0,
+        no_repeat_ngram_size: int = 0,
+        entity_temperature: float | None = None,
+        max_units: int | None = None,
+        use_cache: bool = True,
+        generator: torch.Generator | None = None,
+    ) -> EricGenerationOutput:
+        config = self.config
+        was_training = self.training
+        self.eval()
+        batch, device = input_ids.shape[0], input_ids.device
+        encoder_hidden = self.encode(input_ids, attention_mask)
+        if attention_mask is not None and use_cache:  # the cross-attention mask of one query, built once
+            attention_mask = create_bidirectional_mask(
+                config=config,
+                inputs_embeds=encoder_hidden[:, :1],
+                attention_mask=attention_mask,
+                encoder_hidden_states=encoder_hidden,
+            )
+        prompt = [config.decoder_start_token_id, config.bos_token_id]
+        if config.sent_token_id is not None:
+            prompt.append(config.sent_token_id)
+        tokens = torch.full((batch, 1), prompt[0], dtype=torch.long, device=device)
+        processors = self._logits_processors(
+            do_sample, temperature, top_k, top_p, no_repeat_ngram_size, min_new_tokens, len(prompt)
+        )
+        step_state = _StepState(self, batch, device, use_cache)
+        finished = torch.zeros(batch, dtype=torch.bool, device=device)
+        unit_counts = torch.zeros(batch, dtype=torch.long, device=device)
+        records = [[] for _ in range(batch)]
+        entity_temperature = entity_temperature or config.entity_temperature
+
+        for step in range(max_new_tokens):
+            reads_sent = (tokens[:, -1] == config.sent_token_id) & ~finished
+            unit_counts += reads_sent.long()
+            unit_embed = None
+            if config.use_entity and bool(reads_sent.any()):
+                unit_embed = self._plan_units(
+                    step_state, tokens, reads_sent, unit_counts, do_sample, entity_temperature, generator, records
+                )
+            hidden = step_state.decode(tokens, unit_embed, encoder_hidden, attention_mask, reads_sent)
+            if step + 1 < len(prompt):
+                next_tokens = torch.full_like(tokens[:, 0], prompt[step + 1])
+            else:
+                logits = self.lm_logits(hidden[:, -1]).float()
+                if max_units is not None and config.sent_token_id is not None:
+                    logits[unit_counts >= max_units, config.sent_token_id] = float("-inf")
+                logits = processors(tokens, logits)
+                if do_sample:
+                    probs = torch.softmax(logits, dim=-1)
+                    next_tokens = torch.multinomial(probs, 1, generator=generator)[:, 0]
+                else:
+                    next_tokens = logits.argmax(dim=-1)
+            next_tokens = torch.where(finished, config.pad_token_id, next_tokens)
+            tokens = torch.cat([tokens, next_tokens[:, None]], dim=1)
+            finished |= next_tokens == config.eos_token_id
+            if bool(finished.all()):
+                break
+
+        self.train(was_training)
+        entity_ids, state_ids = self._stack_records(records, device) if config.use_entity else (None, None)
+        return EricGenerationOutput(tokens, entity_ids, state_ids)
+
+    def _plan_units(self, step_state, tokens, reads_sent, unit_counts, do_sample, entity_temperature, generator, records):
+        """Entity and state for the rows about to read a sentence token; returns their input [B, 1, d]."""
+        config = self.config
+        plan_rows = reads_sent if config.first_unit_state else reads_sent & (unit_counts > 1)
+        context, keys, values, visible = step_state.planner_inputs(tokens)
+        entity_logits = self.entity_planner(context).float()
+        if do_sample:
+            probs = torch.softmax(entity_logits / entity_temperature, dim=-1)
+            classes = torch.multinomial(probs, 1, generator=generator)[:, 0]
+        else:
+            classes = entity_logits.argmax(dim=-1)
+        classes = torch.where(plan_rows, classes, 0)
+        unit_embed = self.entity_embedding(classes)
+        state_ids = torch.full_like(classes, -1)
+        if config.use_state:
+            predicted = self.state_predictor((context + unit_embed)[:, None], keys, values, visible)[:, 0]
+            has_entity = classes > 0
+            state_ids = torch.where(has_entity, self.state_space.nearest(predicted), -1)
+            vectors = self.state_space.lookup(state_ids.clamp(min=0))
+            state_embed = self.state_input(vectors.to(self.state_input.weight.dtype))
+            unit_embed = unit_embed + state_embed * has_entity[:, None].to(state_embed.dtype)
+        for row in reads_sent.nonzero()[:, 0].tolist():
+            records[row].append((int(classes[row]), int(state_ids[row])))
+        return unit_embed[:, None]
+
+    @staticmethod
+    def _stack_records(records, device):
+        width = max((len(r) for r in records), default=0)
+        entity_ids = torch.full((len(records), width), NO_UNIT, dtype=torch.long)
+        state_ids = torch.full((len(records), width), -1, dtype=torch.long)
+        for row, units in enumerate(records):
+            for n, (cls, state) in enumerate(units):
+                entity_ids[row, n], state_ids[row, n] = cls, state
+        return entity_ids.to(device), state_ids.to(device)
+
+    def _logits_processors(self, do_sample, temperature, top_k, top_p, no_repeat, min_new_tokens, prompt_length):
+        processors = LogitsProcessorList()
+        if no_repeat:
+            processors.append(NoRepeatNGramLogitsProcessor(no_repeat))
+        if min_new_tokens:
+            # the decoder start token is not "new", as in transformers
+            processors.append(MinNewTokensLengthLogitsProcessor(1, min_new_tokens, self.config.eos_token_id))
+        if do_sample:
+            if temperature != 1.0:
+                processors.append(TemperatureLogitsWarper(temperature))
+            if top_k:
+                processors.append(TopKLogitsWarper(top_k))
+            if top_p < 1.0:
+                processors.append(TopPLogitsWarper(top_p))
+        return processors
+
+
+class _StepState:
+    """One decoding step, with the KV cache or by re-running the whole prefix."""
+
+    def __init__(self, model, batch: int, device: torch.device, use_cache: bool):
+        self.model = model
+        self.use_cache = use_cache
+        self.predictor = getattr(model, "state_predictor", None)
+        self.cache = EricCache.empty(model.config) if use_cache else None
+        self.memory = PlannerMemory(batch, model.config.d_model, device, self.predictor) if use_cache else None
+        self.unit_embeds: torch.Tensor | None = None  # no-cache path: every position's entity input
+        self.hidden: torch.Tensor | None = None  # no-cache path: last full pass
+
+    def decode(self, tokens, unit_embed, encoder_hidden, encoder_mask, reads_sent) -> torch.Tensor:
+        model = self.model
+        if self.use_cache:
+            hidden = model.decode(tokens[:, -1:], unit_embed, encoder_hidden, encoder_mask, self.cache)
+            self.memory.update(hidden, reads_sent)
+            return hidden
+        if unit_embed is None:
+            unit_embed = encoder_hidden.new_zeros(tokens.shape[0], 1, model.config.d_model)
+        self.unit_embeds = unit_embed if self.unit_embeds is None else torch.cat([self.unit_embeds, unit_embed], 1)
+        self.hidden = model.decode(tokens, self.unit_embeds, encoder_hidden, encoder_mask)
+        return self.hidden[:, -1:]
+
+    def planner_inputs(self, tokens):
+        """q_{n-1} [B, d] and the predictor's keys/values/visibility for the unit about to start."""
+        model = self.model
+        if self.use_cache:
+            keys, values = self.memory.key_values()
+            visible = torch.ones(tokens.shape[0], 1, tokens.shape[1] - 1, dtype=torch.bool, device=tokens.device)
+            return self.memory.context(model.dtype), keys, values, visible
+        # training-time code path: layout of the whole prefix, last unit of each row
+        config = model.config
+        hidden = torch.cat([self.hidden, self.hidden.new_zeros(self.hidden[:, :1].shape)], dim=1)
+        layout = UnitLayout.from_ids(tokens, config.sent_token_id, config.pad_token_id)
+        rows = torch.arange(tokens.shape[0], device=tokens.device)
+        last = (layout.unit_exists.sum(1) - 1).clamp(min=0)
+        context = layout.previous_unit_means(hidden)[rows, last]
+        visible = layout.keys_before_units()[rows, last][:, None]
+        keys = values = None
+        if self.predictor is not None:
+            keys, values = self.predictor.memory(hidden)
+        return context, keys, values, visible

@@ -1,0 +1,42 @@
+"""The three training objectives (paper eq. for L_LM, L_Ent, L_CL).
+
+Each is a mean over its items (tokens, planned units, units with an entity), so
+lambda1 = lambda2 = 1 weigh terms of comparable size whatever the text length.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch.nn import functional as F
+
+
+def language_model_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Token cross-entropy; -100 labels are ignored."""
+    return F.cross_entropy(logits.float().view(-1, logits.shape[-1]), labels.view(-1), ignore_index=-100)
+
+
+def entity_loss(logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """L_Ent: cross-entropy of the planner over the units in `mask` (zero if none)."""
+    if not bool(mask.any()):
+        return logits.sum() * 0.0
+    return F.cross_entropy(logits[mask].float(), targets[mask])
+
+
+def joint_representation(events: torch.Tensor, states: torch.Tensor) -> torch.Tensor:
+    """c_n = normalize(e_n + s_n): the positive/negative for the contrastive loss."""
+    return F.normalize(events + states, dim=-1)
+
+
+def info_nce(
+    anchors: torch.Tensor, positives: torch.Tensor, tau: float, extra_negatives: torch.Tensor | None = None
+) -> torch.Tensor:
+    """InfoNCE with in-batch negatives: anchor i's positive is positives[i], the others are negatives.
+
+    anchors, positives [M, D] (normalized); extra_negatives [H, D] are negatives for
+    every anchor (the authors' hard negatives). Zero when M = 0.
+    """
+    if anchors.shape[0] == 0:
+        return anchors.sum() * 0.0 + positives.sum() * 0.0
+    candidates = positives if extra_negatives is None else torch.cat([positives, extra_negatives], dim=0)
+    logits = anchors.float() @ candidates.float().t() / tau
+    return F.cross_entropy(logits, torch.arange(anchors.shape[0], device=anchors.device))

@@ -1,0 +1,324 @@
+"""ERIC stage one (AAAI 2023) on transformers' BART: one model file, in reading order.
+
+    EricForConditionalGeneration
+      model.shared / model.encoder      BART's embeddings and encoder, unchanged
+      model.decoder                     BART's decoder + a state attention layer per block
+      lm_head, final_logits_bias        BART's LM head
+      entity_input                      E(p_n) added at sentence tokens             [use_entity]
+      entity_planner                    next entity (<none> + placeholders)        [use_entity]
+      state_input                       s_n (D) -> d_model, added at sentence tokens [use_state]
+      state_space                       K x D codebook                             [use_state]
+      state_predictor                   e^_n from the decoder prefix               [use_state]
+      sentence_encoder                  e_n from the gold unit (training only)     [use_state]
+
+Training interface, `model(**batch)` with the collator's batch (eric/data/collate.py):
+
+    input_ids, attention_mask   the source
+    labels                      the target `<s> <sent> ... <sent> ... </s>`, -100 = padding
+    entity_ids                  [B, N] entity class per unit: 0 = <none>, i+1 = <ei>, -100 = no unit
+    entity_positions            [B, N] label position of p_n's occurrence (-1 if none)
+    hard_negative_positions     [B, N] another entity of the unit (only with hard_negatives)
+    state_ids                   [B, N] optional: inject these states instead of encoding the
+                                gold units (analysis, tests); -1 = no state
+
+returns an `EricOutput` with `loss` = lm_loss + lambda1 entity_loss + lambda2
+contrastive_loss, each term separately (None when its mechanism is switched off),
+`logits`, `entity_logits`, `state_ids` (gold units quantized), `predicted_state_ids`
+(e^_n quantized) and `codebook_usage` (share of the K states used in the batch).
+`EricOutput.loss_terms()` gives the present terms as floats, for logging.
+
+Sampling: `model.generate(input_ids, attention_mask, ...)` (eric/model/generation.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+import torch
+from torch import nn
+from transformers import BartConfig, PreTrainedModel
+from transformers import initialization as init
+from transformers.modeling_outputs import ModelOutput
+from transformers.models.bart.modeling_bart import BartEncoder, BartScaledWordEmbedding, shift_tokens_right
+
+from eric.model import losses
+from eric.model.config import EricConfig
+from eric.model.decoder import EricDecoder
+from eric.model.generation import EricGenerationMixin
+from eric.model.planner import EntityInput, EntityPlanner, StatePredictor
+from eric.model.sentence_encoder import SentenceEncoder
+from eric.model.state_space import StateSpace
+from eric.model.units import UnitLayout
+
+
+@dataclass
+class EricOutput(ModelOutput):
+    loss: torch.Tensor | None = None
+    lm_loss: torch.Tensor | None = None
+    entity_loss: torch.Tensor | None = None
+    contrastive_loss: torch.Tensor | None = None
+    logits: torch.Tensor | None = None
+    entity_logits: torch.Tensor | None = None
+    state_ids: torch.Tensor | None = None
+    predicted_state_ids: torch.Tensor | None = None
+    codebook_usage: torch.Tensor | None = None
+    decoder_last_hidden_state: torch.Tensor | None = None
+
+    def loss_terms(self) -> dict[str, float]:
+        names = ("loss", "lm_loss", "entity_loss", "contrastive_loss", "codebook_usage")
+        return {n: float(getattr(self, n).detach()) for n in names if getattr(self, n) is not None}
+
+
+@dataclass
+class UnitInputs:
+    """What enters the decoder at each unit's sentence token, and the gold e_n / s_n."""
+
+    planned: torch.Tensor  # [B, N] bool: a planner target
+    has_entity: torch.Tensor  # [B, N] bool: planned with a real entity
+    entity_embeds: torch.Tensor  # [B, N, d] E(p_n) (zero without entity)
+    injection: torch.Tensor  # [B, N, d] E(p_n) + state_input(s_n)
+    events: torch.Tensor | None = None  # [B, N, D] e_n
+    states: torch.Tensor | None = None  # [B, N, D] s_n with gradient to the codebook
+    state_ids: torch.Tensor | None = None  # [B, N] (-1 = none)
+    negatives: torch.Tensor | None = None  # [H, D] joint representations of hard negatives
+
+
+class EricPreTrainedModel(PreTrainedModel):
+    config: EricConfig
+    config_class = EricConfig
+    base_model_prefix = "model"
+    _supports_sdpa = True
+    _keys_to_ignore_on_load_unexpected = [r"encoder\.version", r"decoder\.version", r"decoder\.embed_tokens"]
+
+    def _init_weights(self, module):
+        super()._init_weights(module)
+        if isinstance(module, StateSpace):
+            init.normal_(module.codebook, mean=0.0, std=1.0)
+            init.zeros_(module.usage_counts)
+        elif isinstance(module, EntityInput):  # a non-persistent buffer: rebuilt on every load
+            init.copy_(module.token_ids, EntityInput.table(self.config.entity_token_ids))
+        elif isinstance(module, EricForConditionalGeneration):
+            init.zeros_(module.final_logits_bias)
+
+
+class EricModel(EricPreTrainedModel):
+    _tied_weights_keys = {"encoder.embed_tokens.weight": "shared.weight"}
+
+    def __init__(self, config: EricConfig):
+        super().__init__(config)
+        scale = config.d_model**0.5 if config.scale_embedding else 1.0
+        self.shared = BartScaledWordEmbedding(config.vocab_size, config.d_model, config.pad_token_id, scale)
+        self.encoder = BartEncoder(config)
+        self.decoder = EricDecoder(config)
+        self.post_init()
+
+    def get_input_embeddings(self):
+        return self.shared
+
+    def set_input_embeddings(self, value):
+        self.shared = value
+        self.encoder.embed_tokens = value
+
+
+class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
+    _tied_weights_keys = {"lm_head.weight": "model.shared.weight"}
+    _keys_to_ignore_on_load_missing = [r"final_logits_bias"]
+
+    def __init__(self, config: EricConfig):
+        super().__init__(config)
+        self.model = EricModel(config)
+        self.final_logits_bias = nn.Buffer(torch.zeros(1, config.vocab_size))
+        self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
+        if config.use_entity:
+            self.entity_input = EntityInput(config.entity_token_ids)
+            self.entity_planner = EntityPlanner(config.d_model, config.num_entity_classes)
+        if config.use_state:
+            self.state_input = nn.Linear(config.state_dim, config.d_model, bias=False)
+            self.state_space = StateSpace(config.num_states, config.state_dim)
+            self.state_predictor = StatePredictor(config.d_model, config.state_dim, config.state_attention_heads)
+            self.sentence_encoder = SentenceEncoder(config)
+        self.post_init()
+
+    # -- embeddings (what resize_token_embeddings and weight tying need) --
+    def get_input_embeddings(self):
+        return self.model.shared
+
+    def set_input_embeddings(self, value):
+        self.model.set_input_embeddings(value)
+
+    def get_output_embeddings(self):
+        return self.lm_head
+
+    def set_output_embeddings(self, value):
+        self.lm_head = value
+
+    def resize_token_embeddings(self, new_num_tokens: int, pad_to_multiple_of=None, mean_resizing=True):
+        embeddings = super().resize_token_embeddings(new_num_tokens, pad_to_multiple_of, mean_resizing)
+        old = self.final_logits_bias
+        bias = old.new_zeros(1, embeddings.weight.shape[0])
+        keep = min(old.shape[1], bias.shape[1])
+        bias[:, :keep] = old[:, :keep]
+        self.final_logits_bias = nn.Buffer(bias)
+        return embeddings
+
+    # -- building blocks shared by training and generation --
+    def encode(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        return self.model.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+
+    def entity_embedding(self, classes: torch.Tensor) -> torch.Tensor:
+        """E(p) for entity classes (0 = <none> gives zero)."""
+        return self.entity_input(classes, self.model.shared)
+
+    def decode(self, decoder_input_ids, unit_embeds, encoder_hidden, encoder_mask=None, cache=None):
+        """Decoder pass; `unit_embeds` [B, T, d] is added to the token embeddings (zeros off sentence tokens)."""
+        embeds = self.model.shared(decoder_input_ids)
+        if unit_embeds is not None:
+            embeds = embeds + unit_embeds.to(embeds.dtype)
+        is_sent = decoder_input_ids == self.config.sent_token_id  # all False without a sentence token id
+        return self.model.decoder(embeds, is_sent, encoder_hidden, encoder_mask, cache=cache)
+
+    def lm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.lm_head(hidden) + self.final_logits_bias.to(hidden.dtype)
+
+    def planner_inputs(self, hidden: torch.Tensor) -> torch.Tensor:
+        return hidden.detach() if self.config.detach_planner_inputs else hidden
+
+    # -- training forward --
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        decoder_input_ids: torch.Tensor | None = None,
+        entity_ids: torch.Tensor | None = None,
+        entity_positions: torch.Tensor | None = None,
+        hard_negative_positions: torch.Tensor | None = None,
+        state_ids: torch.Tensor | None = None,
+        encoder_hidden_states: torch.Tensor | None = None,
+        **kwargs,
+    ) -> EricOutput:
+        config = self.config
+        if decoder_input_ids is None:
+            if labels is None:
+                raise ValueError("pass labels or decoder_input_ids")
+            decoder_input_ids = shift_tokens_right(labels, config.pad_token_id, config.decoder_start_token_id)
+        if encoder_hidden_states is None:
+            encoder_hidden_states = self.encode(input_ids, attention_mask)
+
+        layout = units = None
+        if config.needs_sentence_tokens:
+            num_units = entity_ids.shape[1] if entity_ids is not None else None
+            layout = UnitLayout.from_ids(decoder_input_ids, config.sent_token_id, config.pad_token_id, num_units)
+        if config.use_entity:
+            if entity_ids is None:
+                raise ValueError("this variant plans entities: pass entity_ids (see eric/data/collate.py)")
+            units = self._unit_inputs(layout, entity_ids, labels, entity_positions, hard_negative_positions, state_ids)
+
+        unit_embeds = layout.scatter_to_positions(units.injection) if units is not None else None
+        hidden = self.decode(decoder_input_ids, unit_embeds, encoder_hidden_states, attention_mask)
+        logits = self.lm_logits(hidden)
+
+        out = EricOutput(logits=logits, decoder_last_hidden_state=hidden)
+        if labels is not None:
+            out.lm_loss = losses.language_model_loss(logits, labels)
+        if units is not None:
+            self._unit_objectives(out, layout, units, entity_ids, self.planner_inputs(hidden))
+        if labels is not None:
+            out.loss = out.lm_loss
+            if out.entity_loss is not None:
+                out.loss = out.loss + config.lambda_entity * out.entity_loss
+            if out.contrastive_loss is not None:
+                out.loss = out.loss + config.lambda_contrastive * out.contrastive_loss
+        return out
+
+    def _unit_inputs(self, layout, entity_ids, labels, entity_positions, hard_negative_positions, state_ids):
+        config = self.config
+        planned = layout.unit_exists & (entity_ids >= 0)
+        if not config.first_unit_state:
+            planned[:, 0] = False
+        has_entity = planned & (entity_ids > 0)
+        entity_embeds = self.entity_embedding(torch.where(has_entity, entity_ids, 0))
+        units = UnitInputs(planned, has_entity, entity_embeds, entity_embeds)
+        if not config.use_state:
+            return units
+
+        if state_ids is not None:  # given states: inject them, nothing to learn from
+            with_state = has_entity & (state_ids >= 0)
+            vectors = self.state_space.lookup(state_ids.clamp(min=0))
+            units.state_ids = torch.where(with_state, state_ids, -1)
+        elif labels is not None and entity_positions is not None:
+            with_state, vectors = self._gold_states(units, labels, entity_positions, hard_negative_positions)
+        else:
+            raise ValueError("this variant injects states: pass labels + entity_positions, or state_ids")
+        state_embeds = self.state_input(vectors.to(self.state_input.weight.dtype))
+        units.injection = entity_embeds + state_embeds * with_state[..., None].to(state_embeds.dtype)
+        return units
+
+    def _gold_states(self, units, labels, entity_positions, hard_negative_positions):
+        """e_n from the sentence encoder, quantized: the straight-through s_n enters the decoder."""
+        needed = torch.zeros(labels.shape[0], units.has_entity.shape[1] + 1, dtype=torch.bool, device=labels.device)
+        needed[:, 1:] = units.has_entity
+        positions = torch.where(units.has_entity, entity_positions, -1)
+        use_negatives = self.config.hard_negatives and hard_negative_positions is not None
+        if use_negatives:
+            negative_positions = torch.where(units.has_entity, hard_negative_positions, -1)
+            positions = torch.cat([positions, negative_positions], dim=1)
+        events = self.sentence_encoder(labels, self.model.shared, needed, positions)
+        quantized = self.state_space(events)
+
+        n = units.has_entity.shape[1]
+        units.events, units.states = events[:, :n], quantized.states[:, :n]
+        with_state = units.has_entity & (entity_positions >= 0)
+        units.state_ids = torch.where(with_state, quantized.indices[:, :n], -1)
+        if use_negatives:
+            found = negative_positions >= 0
+            joint = losses.joint_representation(events[:, n:], quantized.states[:, n:])
+            units.negatives = joint[found]
+        return with_state, quantized.straight_through[:, :n]
+
+    def _unit_objectives(self, out: EricOutput, layout: UnitLayout, units: UnitInputs, entity_ids, hidden):
+        context = layout.previous_unit_means(hidden)
+        out.entity_logits = self.entity_planner(context)
+        out.entity_loss = losses.entity_loss(out.entity_logits, entity_ids.clamp(min=0), units.planned)
+        if not self.config.use_state:
+            return
+        out.state_ids = units.state_ids
+        keys, values = self.state_predictor.memory(hidden)
+        predicted = self.state_predictor(context + units.entity_embeds, keys, values, layout.keys_before_units())
+        out.predicted_state_ids = torch.where(units.has_entity, self.state_space.nearest(predicted), -1)
+        if units.events is None:
+            return
+        target = units.state_ids >= 0
+        positives = losses.joint_representation(units.events, units.states)
+        out.contrastive_loss = losses.info_nce(
+            predicted[target], positives[target], self.config.tau, units.negatives
+        )
+        used = units.state_ids[target].unique().numel()
+        out.codebook_usage = torch.tensor(used / self.config.num_states, device=hidden.device)
+
+    # -- initialization from a plain BART checkpoint --
+    @classmethod
+    def from_bart(cls, bart_dir: str | Path, vocab_size: int | None = None, **eric_options) -> EricForConditionalGeneration:
+        """BART weights from a local checkpoint directory; new modules initialized; the
+        sentence encoder starts as a copy of the BART encoder; the vocabulary grows to
+        `vocab_size` (the tokenizer's, with <sent> and the placeholders)."""
+        bart_dir = Path(bart_dir)
+        if not (bart_dir / "config.json").is_file():
+            raise FileNotFoundError(f"{bart_dir}: no BART checkpoint here (expected config.json + weights)")
+        bart = BartConfig.from_pretrained(bart_dir, local_files_only=True).to_dict()
+        names = {f.name for f in fields(BartConfig)}
+        base = {k: v for k, v in bart.items() if k in names and k not in eric_options}
+        config = EricConfig(**base, **eric_options)
+        model = cls.from_pretrained(bart_dir, config=config, local_files_only=True)
+        model.copy_encoder_to_sentence_encoder()
+        if vocab_size is not None and vocab_size != model.config.vocab_size:
+            model.resize_token_embeddings(vocab_size)
+        return model
+
+    def copy_encoder_to_sentence_encoder(self) -> None:
+        if not self.config.use_state:
+            return
+        weights = {k: v for k, v in self.model.encoder.state_dict().items() if not k.startswith("embed_tokens")}
+        missing, unexpected = self.sentence_encoder.load_state_dict(weights, strict=False)
+        assert not unexpected and set(missing) <= {"event_proj.weight", "event_proj.bias"}, (missing, unexpected)

@@ -1,0 +1,72 @@
+"""The entity input and the entity state update module (which entity next, in which state).
+
+`EntityInput`: E(p_n), added at the n-th sentence token (zero for <none>).
+
+`EntityPlanner`: P(p_n) = softmax(W q_{n-1} + b) over <none> + the placeholders,
+where q_{n-1} is the mean last-layer decoder state of unit n-1.
+
+`StatePredictor`: e^_n = normalize(Attn(Q = q_{n-1} + E(p_n), K/V = the last-layer
+states before the n-th sentence token)), in the state dimension D. Quantizing e^_n
+to the state space gives the state used at generation time.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+
+class EntityInput(nn.Module):
+    """E(p_n): the token embedding of the placeholder, zero for <none> (class 0)."""
+
+    def __init__(self, entity_token_ids: list[int]):
+        super().__init__()
+        self.register_buffer("token_ids", self.table(entity_token_ids), persistent=False)
+
+    @staticmethod
+    def table(entity_token_ids: list[int]) -> torch.Tensor:
+        return torch.tensor([0, *entity_token_ids], dtype=torch.long)  # row 0 (<none>) is masked
+
+    def forward(self, classes: torch.Tensor, embed_tokens: nn.Module) -> torch.Tensor:
+        embeds = embed_tokens(self.token_ids[classes.clamp(min=0)])
+        return embeds * (classes > 0)[..., None].to(embeds.dtype)
+
+
+class EntityPlanner(nn.Module):
+    def __init__(self, d_model: int, num_classes: int):
+        super().__init__()
+        self.head = nn.Linear(d_model, num_classes)
+
+    def forward(self, context: torch.Tensor) -> torch.Tensor:
+        """Logits over the entity classes (0 = <none>) from q_{n-1}."""
+        return self.head(context)
+
+
+class StatePredictor(nn.Module):
+    def __init__(self, d_model: int, state_dim: int, num_heads: int = 1):
+        super().__init__()
+        self.num_heads = num_heads
+        self.head_dim = state_dim // num_heads
+        self.q_proj = nn.Linear(d_model, state_dim)
+        self.k_proj = nn.Linear(d_model, state_dim)
+        self.v_proj = nn.Linear(d_model, state_dim)
+        self.out_proj = nn.Linear(state_dim, state_dim)
+
+    def memory(self, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Keys and values of decoder states [B, T, d] (cached step by step at generation)."""
+        return self.k_proj(hidden), self.v_proj(hidden)
+
+    def forward(
+        self, query: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, visible: torch.Tensor
+    ) -> torch.Tensor:
+        """query [B, N, d] (q_{n-1} + E(p_n)); keys/values [B, T, D]; visible [B, N, T] -> e^ [B, N, D]."""
+        q = self._heads(self.q_proj(query))
+        bias = torch.zeros(visible.shape, dtype=q.dtype, device=q.device)
+        bias = bias.masked_fill(~visible, torch.finfo(q.dtype).min)[:, None]
+        out = F.scaled_dot_product_attention(q, self._heads(keys.to(q.dtype)), self._heads(values.to(q.dtype)), bias)
+        out = out.transpose(1, 2).reshape(*query.shape[:-1], -1)
+        return F.normalize(self.out_proj(out), dim=-1)
+
+    def _heads(self, x: torch.Tensor) -> torch.Tensor:
+        return x.view(*x.shape[:-1], self.num_heads, self.head_dim).transpose(1, 2)

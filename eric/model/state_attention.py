@@ -1,0 +1,143 @@
+"""The entity state attention layer (paper section "Entity State Attention Layer").
+
+In every decoder block, between self-attention and cross-attention, each position
+attends to the layer-normalized self-attention outputs at the sentence-token
+positions at or before it (where the entity input E(p_n) + s_n entered). A
+position with no such key (the prefix) gets zero. The layer is narrow: queries,
+keys and values live in the state dimension D (the authors' code: one head of
+D = 128), so at bart-base size the whole model gains only about 3% parameters.
+
+Keys are gathered at sentence-token positions only (a handful per text), so the
+layer costs two D-wide projections per token. With a cache (generation), each
+decoding step appends its keys only when some row reads a sentence token.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+
+@dataclass
+class StateKeys:
+    """Which positions of the current chunk provide state-attention keys."""
+
+    index: torch.Tensor  # [B, S] long: positions in the chunk
+    positions: torch.Tensor  # [B, S] long: absolute positions
+    valid: torch.Tensor  # [B, S] bool
+
+    @classmethod
+    def from_sentence_mask(cls, is_sent: torch.Tensor, past_length: int = 0) -> StateKeys | None:
+        """Gather the sentence-token positions of a chunk; None when it has none."""
+        if is_sent.shape[1] == 1:  # a decoding step: one slot, valid where the row reads <sent>
+            if not bool(is_sent.any()):
+                return None
+            index = torch.zeros_like(is_sent, dtype=torch.long)
+            return cls(index, index + past_length, is_sent)
+        counts = is_sent.sum(1)
+        slots = int(counts.max()) if is_sent.numel() else 0
+        if slots == 0:
+            return None
+        # a stable sort puts each row's sentence positions first, in order
+        order = torch.sort((~is_sent).to(torch.int8), dim=1, stable=True).indices[:, :slots]
+        valid = torch.arange(slots, device=is_sent.device)[None, :] < counts[:, None]
+        return cls(order, order + past_length, valid)
+
+
+class StateAttentionCache:
+    """Per-layer state-attention keys/values of the positions decoded so far."""
+
+    def __init__(self, num_layers: int):
+        self.keys: list[torch.Tensor | None] = [None] * num_layers
+        self.values: list[torch.Tensor | None] = [None] * num_layers
+        self.positions: torch.Tensor | None = None
+        self.valid: torch.Tensor | None = None
+
+    def add_slots(self, new: StateKeys | None) -> None:
+        if new is not None:
+            self.positions = _cat(self.positions, new.positions)
+            self.valid = _cat(self.valid, new.valid)
+
+    def update(self, layer_idx: int, keys: torch.Tensor | None, values: torch.Tensor | None):
+        if keys is not None:
+            self.keys[layer_idx] = _cat(self.keys[layer_idx], keys)
+            self.values[layer_idx] = _cat(self.values[layer_idx], values)
+        return self.keys[layer_idx], self.values[layer_idx]
+
+
+def _cat(old: torch.Tensor | None, new: torch.Tensor) -> torch.Tensor:
+    return new if old is None else torch.cat([old, new], dim=1)
+
+
+@dataclass
+class StateAttentionInputs:
+    """What every layer's state attention shares in one forward: new key slots and visibility."""
+
+    new_keys: StateKeys | None
+    bias: torch.Tensor | None  # [B, 1, T, S] additive mask (None: no key anywhere yet)
+    has_key: torch.Tensor | None  # [B, T, 1]: the query sees at least one key
+    cache: StateAttentionCache | None = None
+
+    @classmethod
+    def build(
+        cls, is_sent: torch.Tensor, past_length: int, dtype: torch.dtype, cache: StateAttentionCache | None = None
+    ) -> StateAttentionInputs:
+        """is_sent [B, T] of the current chunk, which starts at absolute position past_length."""
+        query_positions = torch.arange(past_length, past_length + is_sent.shape[1], device=is_sent.device)
+        new_keys = StateKeys.from_sentence_mask(is_sent, past_length)
+        if cache is not None:
+            cache.add_slots(new_keys)
+            positions, valid = cache.positions, cache.valid
+        elif new_keys is not None:
+            positions, valid = new_keys.positions, new_keys.valid
+        else:
+            positions = valid = None
+        if positions is None:
+            return cls(new_keys, None, None, cache)
+        # key slot s is visible from query t if it is a real key at or before t
+        visible = valid[:, None, :] & (positions[:, None, :] <= query_positions[None, :, None])
+        bias = torch.zeros(visible.shape, dtype=dtype, device=visible.device)
+        bias = bias.masked_fill_(~visible, torch.finfo(dtype).min)[:, None]
+        return cls(new_keys, bias, visible.any(-1, keepdim=True), cache)
+
+
+class StateAttention(nn.Module):
+    """Attention from every position to earlier sentence-token positions, in D dimensions."""
+
+    def __init__(self, d_model: int, state_dim: int, num_heads: int = 1, dropout: float = 0.0):
+        super().__init__()
+        self.num_heads = num_heads
+        self.head_dim = state_dim // num_heads
+        self.dropout = dropout
+        self.q_proj = nn.Linear(d_model, state_dim)
+        self.k_proj = nn.Linear(d_model, state_dim)
+        self.v_proj = nn.Linear(d_model, state_dim)
+        self.out_proj = nn.Linear(state_dim, d_model)
+
+    def forward(self, hidden: torch.Tensor, inputs: StateAttentionInputs, layer_idx: int = 0) -> torch.Tensor:
+        if inputs.bias is None:
+            return torch.zeros_like(hidden)
+        keys = values = None
+        if inputs.new_keys is not None:
+            index = inputs.new_keys.index[..., None].expand(-1, -1, hidden.shape[-1])
+            source = hidden.gather(1, index)
+            keys, values = self.k_proj(source), self.v_proj(source)
+        if inputs.cache is not None:
+            keys, values = inputs.cache.update(layer_idx, keys, values)
+        query = self._heads(self.q_proj(hidden))
+        out = F.scaled_dot_product_attention(
+            query,
+            self._heads(keys.to(query.dtype)),
+            self._heads(values.to(query.dtype)),
+            attn_mask=inputs.bias.to(query.dtype),
+            dropout_p=self.dropout if self.training else 0.0,
+        )
+        out = self.out_proj(out.transpose(1, 2).reshape(*hidden.shape[:-1], -1))
+        # a query with no visible key (the prefix) gets zero, not a uniform average
+        return torch.where(inputs.has_key, out, torch.zeros_like(out))
+
+    def _heads(self, x: torch.Tensor) -> torch.Tensor:
+        return x.view(*x.shape[:-1], self.num_heads, self.head_dim).transpose(1, 2)

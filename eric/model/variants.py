@@ -1,0 +1,97 @@
+"""Model variants (ERIC, its ablations, the baselines) from params.yaml's `model` section.
+
+    eric                       every mechanism
+    eric_no_state_attention    w/o StateAttn
+    eric_no_state              w/o s_n (state input, state space, predictor, sentence encoder, L_CL)
+    eric_no_state_no_entity    w/o s_n & p_n (also the entity input and planner)
+    bart                       plain BART reading sentence tokens, from model.init
+    seq2seq                    the same, randomly initialized
+
+    config = build_config(params.model, "eric", len(tokenizer), special_token_ids(tokenizer, 100))
+    model = build_model(params.model, "eric", tokenizer)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from transformers import BartConfig, PreTrainedTokenizerBase
+
+from eric.config import ModelParams, resolve_path
+from eric.data.tokenizer import SpecialTokenIds, special_token_ids
+from eric.model.config import EricConfig
+from eric.model.modeling_eric import EricForConditionalGeneration
+
+SIZE_PRESETS = {
+    "tiny": dict(
+        d_model=256, encoder_layers=3, decoder_layers=3, encoder_attention_heads=4, decoder_attention_heads=4,
+        encoder_ffn_dim=1024, decoder_ffn_dim=1024,
+    ),
+    "base": dict(  # facebook/bart-base
+        d_model=768, encoder_layers=6, decoder_layers=6, encoder_attention_heads=12, decoder_attention_heads=12,
+        encoder_ffn_dim=3072, decoder_ffn_dim=3072,
+    ),
+}
+
+
+def variant_switches(params: ModelParams, variant: str) -> dict:
+    if variant not in params.variants:
+        raise ValueError(f"unknown variant {variant!r}; params.yaml model.variants has {sorted(params.variants)}")
+    v = params.variants[variant]
+    return dict(use_state_attention=v.state_attention, use_state=v.state, use_entity=v.entity)
+
+
+def eric_options(params: ModelParams, variant: str, ids: SpecialTokenIds) -> dict:
+    """Everything of EricConfig that is not a BART dimension."""
+    return dict(
+        num_states=params.num_states,
+        state_dim=params.state_dim,
+        max_entities=params.max_entities,
+        tau=params.tau,
+        lambda_entity=params.lambda_entity,
+        lambda_contrastive=params.lambda_contrastive,
+        state_attention_heads=params.state_attention_heads,
+        detach_planner_inputs=params.detach_planner_inputs,
+        hard_negatives=params.hard_negatives,
+        entity_temperature=params.entity_temperature,
+        first_unit_state=params.first_unit_state,
+        sent_token_id=ids.sent,
+        entity_token_ids=list(ids.entities),
+        pad_token_id=ids.pad,
+        bos_token_id=ids.bos,
+        eos_token_id=ids.eos,
+        decoder_start_token_id=ids.decoder_start,
+        forced_eos_token_id=ids.eos,
+        dropout=params.dropout,
+        **variant_switches(params, variant),
+    )
+
+
+def build_config(params: ModelParams, variant: str, vocab_size: int, ids: SpecialTokenIds) -> EricConfig:
+    """The config of a randomly initialized variant at the preset size."""
+    return EricConfig(vocab_size=vocab_size, max_position_embeddings=1024, **SIZE_PRESETS[params.size],
+                      **eric_options(params, variant, ids))
+
+
+def build_model(params: ModelParams, variant: str, tokenizer: PreTrainedTokenizerBase) -> EricForConditionalGeneration:
+    """A fresh variant. With `params.init` (a local BART directory) the model takes BART's
+    dimensions, and its weights unless the variant is not pretrained (Seq2Seq)."""
+    ids = special_token_ids(tokenizer, params.max_entities)
+    options = eric_options(params, variant, ids)
+    if not params.init:
+        return EricForConditionalGeneration(build_config(params, variant, len(tokenizer), ids))
+    init = Path(resolve_path(params.init))
+    if params.variants[variant].pretrained:
+        return EricForConditionalGeneration.from_bart(init, vocab_size=len(tokenizer), **options)
+    config = EricConfig(**{**bart_dimensions(init), "vocab_size": len(tokenizer), **options})
+    return EricForConditionalGeneration(config)
+
+
+def bart_dimensions(bart_dir: Path) -> dict:
+    """The architecture fields of a BART checkpoint's config.json."""
+    if not (bart_dir / "config.json").is_file():
+        raise FileNotFoundError(f"{bart_dir}: no BART checkpoint here (expected config.json + weights)")
+    bart = BartConfig.from_pretrained(bart_dir, local_files_only=True)
+    keys = [*SIZE_PRESETS["base"], "max_position_embeddings", "activation_function", "scale_embedding",
+            "attention_dropout", "activation_dropout", "init_std"]
+    return {k: getattr(bart, k) for k in keys}

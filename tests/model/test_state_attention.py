@@ -1,0 +1,79 @@
+"""The state attention layer: keys only at earlier sentence tokens, zero for the prefix."""
+
+from __future__ import annotations
+
+import torch
+
+from eric.model.state_attention import StateAttention, StateAttentionInputs, StateKeys
+from eric.model.units import UnitLayout
+from tests.model.conftest import PAD, SENT, tiny_model
+
+
+def test_state_keys_gather_sentence_positions_in_order():
+    is_sent = torch.tensor([[0, 1, 0, 1, 1], [0, 0, 1, 0, 0]], dtype=torch.bool)
+    keys = StateKeys.from_sentence_mask(is_sent, past_length=10)
+    assert keys.index[0].tolist() == [1, 3, 4]
+    assert keys.index[1, :1].tolist() == [2]
+    assert keys.valid.tolist() == [[True, True, True], [True, False, False]]
+    assert keys.positions[0].tolist() == [11, 13, 14]
+    assert StateKeys.from_sentence_mask(torch.zeros(2, 3, dtype=torch.bool)) is None
+
+
+def test_prefix_positions_get_exactly_zero_and_later_ones_do_not():
+    torch.manual_seed(0)
+    layer = StateAttention(d_model=16, state_dim=8, num_heads=2)
+    hidden = torch.randn(1, 6, 16)
+    is_sent = torch.tensor([[0, 0, 1, 0, 1, 0]], dtype=torch.bool)
+    out = layer(hidden, StateAttentionInputs.build(is_sent, 0, hidden.dtype))
+    assert torch.equal(out[0, :2], torch.zeros(2, 16))
+    assert out[0, 2:].abs().sum(-1).min() > 0
+
+
+def test_state_attention_reads_only_sentence_positions_at_or_before_the_query():
+    torch.manual_seed(0)
+    layer = StateAttention(d_model=16, state_dim=8)
+    hidden = torch.randn(1, 6, 16)
+    is_sent = torch.tensor([[0, 1, 0, 0, 1, 0]], dtype=torch.bool)
+    base = layer(hidden, StateAttentionInputs.build(is_sent, 0, hidden.dtype))
+    changed = hidden.clone()
+    changed[0, 3] += 5.0  # not a sentence token: never a key
+    changed[0, 4] += 5.0  # a sentence token: a key from position 4 on
+    out = layer(changed, StateAttentionInputs.build(is_sent, 0, hidden.dtype))
+    assert torch.allclose(out[0, :3], base[0, :3], atol=1e-6)  # queries 0-2 see only key 1
+    assert not torch.allclose(out[0, 5], base[0, 5])
+
+
+def _layout_and_logits(model, batch, state_ids):
+    out = model(**batch, state_ids=state_ids)
+    decoder_ids = torch.cat([torch.full_like(batch["labels"][:, :1], 2), batch["labels"][:, :-1]], 1)
+    layout = UnitLayout.from_ids(decoder_ids.masked_fill(decoder_ids < 0, PAD), SENT, PAD, state_ids.shape[1])
+    return out.logits, layout
+
+
+def test_changing_a_later_state_leaves_every_earlier_logit_unchanged(batch):
+    model = tiny_model().eval()
+    states = torch.where(batch["entity_ids"] > 0, 3, -1)
+    logits, layout = _layout_and_logits(model, batch, states)
+    row, unit = 0, 2  # row 0, unit 3 carries an entity (units 1 and 3 do)
+    assert batch["entity_ids"][row, unit] > 0
+    changed = states.clone()
+    changed[row, unit] = 11
+    new_logits, _ = _layout_and_logits(model, batch, changed)
+    at = int(layout.sent_positions[row, unit])
+    assert torch.equal(new_logits[row, :at], logits[row, :at])
+    assert not torch.allclose(new_logits[row, at:], logits[row, at:])
+    assert torch.equal(new_logits[1:], logits[1:])  # other rows untouched
+
+
+def test_without_state_input_the_state_attention_still_makes_sentence_tokens_matter(batch):
+    """w/o s_n keeps the state attention; changing the planned entity changes later logits only."""
+    model = tiny_model(use_state=False).eval()
+    logits = model(**batch).logits
+    changed = dict(batch, entity_ids=batch["entity_ids"].clone())
+    assert batch["entity_ids"][0, 2] > 0
+    changed["entity_ids"][0, 2] = batch["entity_ids"][0, 2] % 5 + 1  # another placeholder
+    new = model(**changed).logits
+    decoder_ids = torch.cat([torch.full_like(batch["labels"][:, :1], 2), batch["labels"][:, :-1]], 1)
+    at = int((decoder_ids[0] == SENT).nonzero()[2])
+    assert torch.equal(new[0, :at], logits[0, :at])
+    assert not torch.allclose(new[0, at:], logits[0, at:])
