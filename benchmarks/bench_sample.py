@@ -8,9 +8,11 @@ random weights, with the BPE tokenizer trained on the processed training split
 (data/processed/stage_one/train.parquet; synthetic text if it is missing). Timed:
 `eric.generate.sampler.sample_stage_one` (top-p 0.9, KV cache, tokenization and
 decoding included) on test inputs, at batch 8 (16 inputs) and batch 1 (4 inputs).
-Both models get the same logit bias on <sent> so that a random-weight model opens a
-unit about every 17 tokens, as wikiplots-mini's targets do; ERIC then plans an
-entity and a state at each of them. Tokens/s = generated stage-one tokens / seconds.
+Both models get the same logit bias on <sent> (P = 1/17 under uniform logits, the unit
+length of wikiplots-mini's targets; random logits are not uniform, and the models
+open a unit about every 8 tokens, the `units/text` column): ERIC plans an entity and
+a state at each, so this is harder on ERIC than real text. Tokens/s = generated
+stage-one tokens / seconds.
 Goal: ERIC / BART >= 0.9 at both batch sizes.
 
 Medians over --runs after one warm-up, the two models alternating so that host noise
