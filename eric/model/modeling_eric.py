@@ -265,11 +265,12 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
             negative_positions = torch.where(units.has_entity, hard_negative_positions, -1)
             positions = torch.cat([positions, negative_positions], dim=1)
         events = self.sentence_encoder(labels, self.model.shared, needed, positions)
-        quantized = self.state_space(events)
-
         n = units.has_entity.shape[1]
-        units.events, units.states = events[:, :n], quantized.states[:, :n]
         with_state = units.has_entity & (entity_positions >= 0)
+        counted = torch.cat([with_state, torch.zeros_like(positions[:, n:], dtype=torch.bool)], dim=1)
+        quantized = self.state_space(events, counted)
+
+        units.events, units.states = events[:, :n], quantized.states[:, :n]
         units.state_ids = torch.where(with_state, quantized.indices[:, :n], -1)
         if use_negatives:
             found = negative_positions >= 0

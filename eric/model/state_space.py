@@ -51,12 +51,14 @@ class StateSpace(nn.Module):
     def lookup(self, indices: torch.Tensor) -> torch.Tensor:
         return self.vectors[indices]
 
-    def forward(self, e: torch.Tensor) -> Quantized:
+    def forward(self, e: torch.Tensor, counted: torch.Tensor | None = None) -> Quantized:
+        """Quantize e [..., D]; in training, count the states of the vectors in `counted` (default all)."""
         indices = self.nearest(e)
         states = self.lookup(indices).to(e.dtype)
         straight_through = e + (states - e).detach()
         if self.training:
-            self.usage_counts += torch.bincount(indices.flatten(), minlength=self.usage_counts.numel())
+            used = indices if counted is None else indices[counted]
+            self.usage_counts += torch.bincount(used.flatten(), minlength=self.usage_counts.numel())
         return Quantized(states, straight_through, indices)
 
     def reset_usage(self) -> None:
