@@ -106,6 +106,7 @@ class TokenizerParams(Section):
     vocab_size: int = Field(8000, ge=262)  # BPE vocabulary incl. BART's 5 specials (+ <sent> + placeholders)
     min_frequency: int = Field(2, ge=1)
     out_dir: str = "models/tokenizer"
+    metrics_path: str = "metrics/tokenizer.json"  # vocabulary size, tokens per text, truncation shares
 
 
 class VariantParams(Section):

@@ -17,16 +17,22 @@ its own token).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import pyarrow.parquet as pq
 from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import AutoTokenizer, PreTrainedTokenizerBase, PreTrainedTokenizerFast
 
 from eric.data.schema import SENT_TOKEN, placeholder_tokens
 
 BART_SPECIAL_TOKENS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+
+
+class TokenizerError(ValueError):
+    """A tokenizer cannot be built or loaded from what is on disk (one-line message)."""
+
 _ERIC_TOKEN = re.compile(r"<sent>|<e\d+>")
 
 
@@ -60,14 +66,14 @@ def special_token_ids(tokenizer: PreTrainedTokenizerBase, max_entities: int) -> 
     sent = tokenizer.convert_tokens_to_ids(SENT_TOKEN)
     entities = tokenizer.convert_tokens_to_ids(placeholder_tokens(max_entities))
     if sent in (None, unk) or any(i in (None, unk) for i in entities):
-        raise ValueError(f"tokenizer lacks {SENT_TOKEN} or <e0>..<e{max_entities - 1}>: build it with eric.data.tokenizer")
+        raise TokenizerError(f"tokenizer lacks {SENT_TOKEN} or <e0>..<e{max_entities - 1}>: build it with eric.data.tokenizer")
     return SpecialTokenIds(tokenizer.bos_token_id, tokenizer.eos_token_id, tokenizer.pad_token_id, sent, entities)
 
 
 def from_pretrained_dir(path: str | Path, max_entities: int) -> PreTrainedTokenizerBase:
     path = Path(path)
     if not path.is_dir():
-        raise FileNotFoundError(f"{path}: no tokenizer directory (download one, e.g. facebook/bart-base, to disk)")
+        raise TokenizerError(f"{path}: no tokenizer directory (download one, e.g. facebook/bart-base, to disk)")
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
     return add_eric_tokens(tokenizer, max_entities)
 
@@ -82,7 +88,7 @@ def train_bpe(
 ) -> PreTrainedTokenizerFast:
     """A byte-level BPE (GPT-2/BART style) trained on `texts`; vocab_size counts BART's specials."""
     if vocab_size <= len(BART_SPECIAL_TOKENS) + 256:
-        raise ValueError(f"vocab_size {vocab_size} is too small for a byte-level BPE (needs > 261)")
+        raise TokenizerError(f"vocab_size {vocab_size} is too small for a byte-level BPE (needs > 261)")
     bpe = Tokenizer(models.BPE())
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     bpe.decoder = decoders.ByteLevel()
@@ -121,7 +127,7 @@ def build_tokenizer(
     if pretrained:
         return from_pretrained_dir(pretrained, max_entities)
     if texts is None:
-        raise ValueError("training a BPE needs texts")
+        raise TokenizerError("training a BPE needs texts")
     return train_bpe(texts, vocab_size, max_entities, min_frequency)
 
 
@@ -129,7 +135,23 @@ def load_tokenizer(path: str | Path, max_entities: int = 100) -> PreTrainedToken
     """A tokenizer saved by the `tokenizer` stage (checks that the ERIC tokens are there)."""
     path = Path(path)
     if not (path / "tokenizer_config.json").is_file():
-        raise FileNotFoundError(f"{path}: no saved tokenizer (run the `tokenizer` stage first)")
+        raise TokenizerError(f"{path}: no saved tokenizer (run the `tokenizer` stage first)")
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
     special_token_ids(tokenizer, max_entities)
     return tokenizer
+
+
+def training_texts(processed_dir: str | Path) -> Iterator[str]:
+    """The BPE's training material: stage-one sources and targets, stage-two mention
+    sequences (the names), training split only."""
+    processed_dir = Path(processed_dir)
+    stage_one = processed_dir / "stage_one" / "train.parquet"
+    if not stage_one.is_file():
+        raise TokenizerError(f"{stage_one}: no training split (run the preprocess stage first)")
+    sources = [(stage_one, ["source", "target"]), (processed_dir / "stage_two" / "train.parquet", ["target"])]
+    for path, columns in sources:
+        if not path.is_file():
+            continue
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=1024, columns=columns):
+            for column in batch.columns:
+                yield from (text for text in column.to_pylist() if text)
