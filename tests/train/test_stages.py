@@ -64,7 +64,8 @@ def workspace(tmp_path_factory):
         max_steps=4, micro_batch_size=2, log_every=1, checkpoint_every=2, progress=False,
         checkpoint_dir=str(root / "ckpt"), out_dir=str(root / "models/stage_one"),
         metrics_dir=str(root / "metrics"), plots_dir=str(root / "plots"))
-    params["mentions"].update(out_dir=str(root / "models/mentions"), max_source_length=128)
+    params["mentions"].update(out_dir=str(root / "models/mentions"), max_source_length=128,
+                              max_steps=4)
     (root / "params.yaml").write_text(yaml.safe_dump(params))
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{root / 'mlflow.db'}")
