@@ -87,9 +87,10 @@ def lengths(tokenizer, rows: list[dict], max_source: int, max_target: int) -> li
 @stage_task
 def train(job: TrainingJob) -> dict:
     metrics = run_job(job)
-    print(f"{job.variant}: {metrics['steps']} steps, val loss {metrics['initial_val_loss']} -> "
-          f"{metrics['final_val_loss']}, {metrics['tokens_per_s']:,.0f} tokens/s, "
-          f"model in {metrics['model_dir']}")
+    if int(os.environ.get("RANK", "0")) == 0:
+        print(f"{job.variant}: {metrics['steps']} steps, val loss {metrics['initial_val_loss']} -> "
+              f"{metrics['final_val_loss']}, {metrics['tokens_per_s']:,.0f} tokens/s, "
+              f"model in {metrics['model_dir']}")
     return metrics
 
 
