@@ -119,13 +119,22 @@ def _to_device(batch: dict, device) -> dict:
     return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
 
 
-def _reduce(values: dict[str, float], op=None) -> dict[str, float]:
-    """Sum (or `op`) a dict of floats over ranks; identity on one process."""
-    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+def _distributed() -> bool:
+    return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
+
+
+def _reduce(values: dict[str, float], any_keys: bool = False) -> dict[str, float]:
+    """Sum a dict of floats over ranks; identity on one process. With `any_keys`, ranks
+    may hold different keys (a rank without validation batches holds none)."""
+    if not _distributed():
         return values
     keys = sorted(values)
-    tensor = torch.tensor([values[k] for k in keys], dtype=torch.float64)
-    dist.all_reduce(tensor, op=op or dist.ReduceOp.SUM)
+    if any_keys:
+        gathered: list = [None] * dist.get_world_size()
+        dist.all_gather_object(gathered, keys)
+        keys = sorted(set().union(*gathered))
+    tensor = torch.tensor([values.get(k, 0.0) for k in keys], dtype=torch.float64)
+    dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
     return dict(zip(keys, tensor.tolist()))
 
 
@@ -323,7 +332,7 @@ class Trainer:
         self.engine.train()
         self._set_collate_epoch(self.state.step // self.steps_per_epoch)
         totals = _reduce({**{f"sum_{k}": v for k, v in sums.sums.items()},
-                          **{f"n_{k}": v for k, v in sums.counts.items()}})
+                          **{f"n_{k}": v for k, v in sums.counts.items()}}, any_keys=True)
         means = {k[4:]: totals[k] / totals[f"n_{k[4:]}"] for k in totals if k.startswith("sum_")}
         row = {"step": self.state.step, "epoch": round(self.state.step / self.steps_per_epoch, 4),
                **{f"val_{k}": round(v, 5) for k, v in means.items()}}
