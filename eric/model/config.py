@@ -61,12 +61,18 @@ class EricConfig(BartConfig):
             raise ValueError("state_dim must be divisible by state_attention_heads")
         if self.tau <= 0 or self.entity_temperature <= 0:
             raise ValueError("tau and entity_temperature must be > 0")
+
+    def check_token_ids(self) -> None:
+        """The ids a model needs (checked when one is built, so a bare EricConfig() stays valid)."""
         if self.needs_sentence_tokens and self.sent_token_id is None:
             raise ValueError("sent_token_id is required when an entity/state mechanism is on")
         if self.use_entity:
             ids = self.entity_token_ids or []
             if len(ids) != self.max_entities:
                 raise ValueError(f"entity_token_ids needs max_entities={self.max_entities} ids, got {len(ids)}")
+        for name, value in (("sent_token_id", self.sent_token_id), ("entity_token_ids", max(self.entity_token_ids or [0]))):
+            if value is not None and not 0 <= value < self.vocab_size:
+                raise ValueError(f"{name} {value} is outside the vocabulary of {self.vocab_size}")
 
     @property
     def needs_sentence_tokens(self) -> bool:

@@ -35,6 +35,7 @@ from transformers.generation import (
 from transformers.masking_utils import create_bidirectional_mask
 
 from eric.model.decoder import EricCache
+from eric.model.state_attention import GrowingBuffer
 from eric.model.units import UnitLayout
 
 NO_UNIT = -100
@@ -69,8 +70,8 @@ class PlannerMemory:
         self.unit_count = torch.zeros(batch, device=device)
         self.predictor = predictor
         self.pending: list[torch.Tensor] = []
-        self.keys: torch.Tensor | None = None
-        self.values: torch.Tensor | None = None
+        self.keys = GrowingBuffer()
+        self.values = GrowingBuffer()
 
     def context(self, dtype: torch.dtype) -> torch.Tensor:
         return (self.unit_sum / self.unit_count.clamp(min=1)[:, None]).to(dtype)
@@ -86,10 +87,10 @@ class PlannerMemory:
     def key_values(self) -> tuple[torch.Tensor | None, torch.Tensor | None]:
         if self.pending:
             k, v = self.predictor.memory(torch.cat(self.pending, dim=1))
-            self.keys = k if self.keys is None else torch.cat([self.keys, k], dim=1)
-            self.values = v if self.values is None else torch.cat([self.values, v], dim=1)
+            self.keys.append(k)
+            self.values.append(v)
             self.pending = []
-        return self.keys, self.values
+        return self.keys.view(), self.values.view()
 
 
 class EricGenerationMixin:
@@ -135,7 +136,7 @@ class EricGenerationMixin:
         step_state = _StepState(self, batch, device, use_cache)
         finished = torch.zeros(batch, dtype=torch.bool, device=device)
         unit_counts = torch.zeros(batch, dtype=torch.long, device=device)
-        records = [[] for _ in range(batch)]
+        records: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []  # (rows, classes, states) per step
         entity_temperature = entity_temperature or config.entity_temperature
 
         for step in range(max_new_tokens):
@@ -166,7 +167,7 @@ class EricGenerationMixin:
                 break
 
         self.train(was_training)
-        entity_ids, state_ids = self._stack_records(records, device) if config.use_entity else (None, None)
+        entity_ids, state_ids = _stack_records(records, batch, device) if config.use_entity else (None, None)
         return EricGenerationOutput(tokens, entity_ids, state_ids)
 
     def _plan_units(self, step_state, tokens, reads_sent, unit_counts, do_sample, entity_temperature, generator, records):
@@ -186,23 +187,12 @@ class EricGenerationMixin:
         if config.use_state:
             predicted = self.state_predictor((context + unit_embed)[:, None], keys, values, visible)[:, 0]
             has_entity = classes > 0
-            state_ids = torch.where(has_entity, self.state_space.nearest(predicted), -1)
-            vectors = self.state_space.lookup(state_ids.clamp(min=0))
-            state_embed = self.state_input(vectors.to(self.state_input.weight.dtype))
+            quantized = self.state_space(predicted, counted=False)
+            state_ids = torch.where(has_entity, quantized.indices, -1)
+            state_embed = self.state_input(quantized.states.to(self.state_input.weight.dtype))
             unit_embed = unit_embed + state_embed * has_entity[:, None].to(state_embed.dtype)
-        for row in reads_sent.nonzero()[:, 0].tolist():
-            records[row].append((int(classes[row]), int(state_ids[row])))
+        records.append((reads_sent, classes, state_ids))
         return unit_embed[:, None]
-
-    @staticmethod
-    def _stack_records(records, device):
-        width = max((len(r) for r in records), default=0)
-        entity_ids = torch.full((len(records), width), NO_UNIT, dtype=torch.long)
-        state_ids = torch.full((len(records), width), -1, dtype=torch.long)
-        for row, units in enumerate(records):
-            for n, (cls, state) in enumerate(units):
-                entity_ids[row, n], state_ids[row, n] = cls, state
-        return entity_ids.to(device), state_ids.to(device)
 
     def _logits_processors(self, do_sample, temperature, top_k, top_p, no_repeat, min_new_tokens, prompt_length):
         processors = LogitsProcessorList()
@@ -219,6 +209,22 @@ class EricGenerationMixin:
             if top_p < 1.0:
                 processors.append(TopPLogitsWarper(top_p))
         return processors
+
+
+def _stack_records(records, batch: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-step plans -> [B, U] entity classes (-100 = no unit) and state ids (-1 = none)."""
+    if not records:
+        empty = torch.zeros(batch, 0, dtype=torch.long, device=device)
+        return empty, empty.clone()
+    rows, classes, states = (torch.stack(x) for x in zip(*records))  # [K, B] each
+    column = rows.long().cumsum(0) - 1
+    width = int(rows.sum(0).max())
+    step, row = rows.nonzero(as_tuple=True)
+    entity_ids = torch.full((batch, width), NO_UNIT, dtype=torch.long, device=device)
+    state_ids = torch.full((batch, width), -1, dtype=torch.long, device=device)
+    entity_ids[row, column[step, row]] = classes[step, row]
+    state_ids[row, column[step, row]] = states[step, row]
+    return entity_ids, state_ids
 
 
 class _StepState:

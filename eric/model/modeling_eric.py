@@ -37,7 +37,7 @@ from pathlib import Path
 
 import torch
 from torch import nn
-from transformers import BartConfig, PreTrainedModel
+from transformers import BartConfig, BartForConditionalGeneration, PreTrainedModel
 from transformers import initialization as init
 from transformers.modeling_outputs import ModelOutput
 from transformers.models.bart.modeling_bart import BartEncoder, BartScaledWordEmbedding, shift_tokens_right
@@ -50,6 +50,13 @@ from eric.model.planner import EntityInput, EntityPlanner, StatePredictor
 from eric.model.sentence_encoder import SentenceEncoder
 from eric.model.state_space import StateSpace
 from eric.model.units import UnitLayout
+
+
+# inputs transformers-style callers may pass that change nothing here (decoder padding is
+# at the end, so the causal mask already hides it)
+IGNORED_INPUTS = {"return_dict", "use_cache", "output_attentions", "output_hidden_states", "decoder_attention_mask"}
+# parameter names that a BART checkpoint lacks (initialized fresh)
+NEW_MODULES = ("state_attn", "entity_planner", "state_input", "state_space", "state_predictor", "sentence_encoder")
 
 
 @dataclass
@@ -126,6 +133,7 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
     _keys_to_ignore_on_load_missing = [r"final_logits_bias"]
 
     def __init__(self, config: EricConfig):
+        config.check_token_ids()
         super().__init__(config)
         self.model = EricModel(config)
         self.final_logits_bias = nn.Buffer(torch.zeros(1, config.vocab_size))
@@ -199,6 +207,8 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
         **kwargs,
     ) -> EricOutput:
         config = self.config
+        if unknown := set(kwargs) - IGNORED_INPUTS:
+            raise TypeError(f"unexpected model inputs {sorted(unknown)}")
         if decoder_input_ids is None:
             if labels is None:
                 raise ValueError("pass labels or decoder_input_ids")
@@ -268,7 +278,7 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
         n = units.has_entity.shape[1]
         with_state = units.has_entity & (entity_positions >= 0)
         counted = torch.cat([with_state, torch.zeros_like(positions[:, n:], dtype=torch.bool)], dim=1)
-        quantized = self.state_space(events, counted)
+        quantized = self.state_space(events, counted=counted)
 
         units.events, units.states = events[:, :n], quantized.states[:, :n]
         units.state_ids = torch.where(with_state, quantized.indices[:, :n], -1)
@@ -301,20 +311,25 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
     # -- initialization from a plain BART checkpoint --
     @classmethod
     def from_bart(cls, bart_dir: str | Path, vocab_size: int | None = None, **eric_options) -> EricForConditionalGeneration:
-        """BART weights from a local checkpoint directory; new modules initialized; the
-        sentence encoder starts as a copy of the BART encoder; the vocabulary grows to
-        `vocab_size` (the tokenizer's, with <sent> and the placeholders)."""
+        """BART weights from a local checkpoint directory (e.g. a downloaded facebook/bart-base);
+        the vocabulary grows to `vocab_size` (the tokenizer's, with <sent> and the placeholders);
+        the new modules are initialized; the sentence encoder starts as a copy of the encoder."""
         bart_dir = Path(bart_dir)
         if not (bart_dir / "config.json").is_file():
             raise FileNotFoundError(f"{bart_dir}: no BART checkpoint here (expected config.json + weights)")
-        bart = BartConfig.from_pretrained(bart_dir, local_files_only=True).to_dict()
+        bart = BartForConditionalGeneration.from_pretrained(bart_dir, local_files_only=True)
+        if vocab_size is not None and vocab_size != bart.config.vocab_size:
+            bart.resize_token_embeddings(vocab_size)  # keeps BART's rows; resizes final_logits_bias too
         names = {f.name for f in fields(BartConfig)}
-        base = {k: v for k, v in bart.items() if k in names and k not in eric_options}
-        config = EricConfig(**base, **eric_options)
-        model = cls.from_pretrained(bart_dir, config=config, local_files_only=True)
+        base = {k: v for k, v in bart.config.to_dict().items() if k in names and k not in eric_options}
+        model = cls(EricConfig(**base, **eric_options))
+        missing, unexpected = model.load_state_dict(bart.state_dict(), strict=False)
+        unexpected = [k for k in unexpected if not k.startswith("model.decoder.embed_tokens")]  # tied to shared
+        missing = [k for k in missing if not any(part in k for part in NEW_MODULES)]
+        if missing or unexpected:
+            raise ValueError(f"{bart_dir}: not a BART checkpoint of this shape (missing {missing[:3]}, "
+                             f"unexpected {unexpected[:3]})")
         model.copy_encoder_to_sentence_encoder()
-        if vocab_size is not None and vocab_size != model.config.vocab_size:
-            model.resize_token_embeddings(vocab_size)
         return model
 
     def copy_encoder_to_sentence_encoder(self) -> None:

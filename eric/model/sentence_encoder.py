@@ -144,7 +144,7 @@ class SentenceEncoder(nn.Module):
             return out
 
         hidden = embed_tokens(packed.token_ids)
-        hidden = hidden + self.embed_positions.weight[packed.positions + self.embed_positions.offset]
+        hidden = hidden + self.embed_positions(None, position_ids=packed.positions)[0]  # restarted positions
         hidden = F.dropout(self.layernorm_embedding(hidden), p=self.dropout, training=self.training)
         same_unit = (packed.unit_ids[:, :, None] == packed.unit_ids[:, None, :]) & (packed.unit_ids[:, None, :] >= 0)
         for layer in self.layers[:-1]:

@@ -47,29 +47,49 @@ class StateKeys:
         return cls(order, order + past_length, valid)
 
 
+class GrowingBuffer:
+    """A [B, n, ...] tensor that grows along dim 1; appends copy only the new part (amortized)."""
+
+    def __init__(self):
+        self.data: torch.Tensor | None = None
+        self.length = 0
+
+    def append(self, x: torch.Tensor) -> torch.Tensor:
+        n = x.shape[1]
+        if self.data is None or self.length + n > self.data.shape[1]:
+            capacity = max(16, 2 * (self.length + n))
+            grown = x.new_empty(x.shape[0], capacity, *x.shape[2:])
+            if self.data is not None:
+                grown[:, : self.length] = self.data[:, : self.length]
+            self.data = grown
+        self.data[:, self.length : self.length + n] = x
+        self.length += n
+        return self.view()
+
+    def view(self) -> torch.Tensor | None:
+        return None if self.data is None else self.data[:, : self.length]
+
+
 class StateAttentionCache:
-    """Per-layer state-attention keys/values of the positions decoded so far."""
+    """Per-layer state-attention keys/values of the positions decoded so far (generation)."""
 
     def __init__(self, num_layers: int):
-        self.keys: list[torch.Tensor | None] = [None] * num_layers
-        self.values: list[torch.Tensor | None] = [None] * num_layers
-        self.positions: torch.Tensor | None = None
-        self.valid: torch.Tensor | None = None
+        self.keys = [GrowingBuffer() for _ in range(num_layers)]
+        self.values = [GrowingBuffer() for _ in range(num_layers)]
+        self.positions = GrowingBuffer()
+        self.valid = GrowingBuffer()
+        self.step_visibility: tuple | None = None  # (slots, bias, has_key) of a one-token step
 
     def add_slots(self, new: StateKeys | None) -> None:
         if new is not None:
-            self.positions = _cat(self.positions, new.positions)
-            self.valid = _cat(self.valid, new.valid)
+            self.positions.append(new.positions)
+            self.valid.append(new.valid)
 
     def update(self, layer_idx: int, keys: torch.Tensor | None, values: torch.Tensor | None):
         if keys is not None:
-            self.keys[layer_idx] = _cat(self.keys[layer_idx], keys)
-            self.values[layer_idx] = _cat(self.values[layer_idx], values)
-        return self.keys[layer_idx], self.values[layer_idx]
-
-
-def _cat(old: torch.Tensor | None, new: torch.Tensor) -> torch.Tensor:
-    return new if old is None else torch.cat([old, new], dim=1)
+            self.keys[layer_idx].append(keys)
+            self.values[layer_idx].append(values)
+        return self.keys[layer_idx].view(), self.values[layer_idx].view()
 
 
 @dataclass
@@ -86,22 +106,31 @@ class StateAttentionInputs:
         cls, is_sent: torch.Tensor, past_length: int, dtype: torch.dtype, cache: StateAttentionCache | None = None
     ) -> StateAttentionInputs:
         """is_sent [B, T] of the current chunk, which starts at absolute position past_length."""
-        query_positions = torch.arange(past_length, past_length + is_sent.shape[1], device=is_sent.device)
         new_keys = StateKeys.from_sentence_mask(is_sent, past_length)
-        if cache is not None:
-            cache.add_slots(new_keys)
-            positions, valid = cache.positions, cache.valid
-        elif new_keys is not None:
-            positions, valid = new_keys.positions, new_keys.valid
-        else:
-            positions = valid = None
-        if positions is None:
+        if cache is None:
+            if new_keys is None:
+                return cls(None, None, None)
+            return cls(new_keys, *_visibility(new_keys.positions, new_keys.valid, past_length, is_sent.shape[1], dtype))
+        cache.add_slots(new_keys)
+        if cache.positions.view() is None:
             return cls(new_keys, None, None, cache)
-        # key slot s is visible from query t if it is a real key at or before t
-        visible = valid[:, None, :] & (positions[:, None, :] <= query_positions[None, :, None])
-        bias = torch.zeros(visible.shape, dtype=dtype, device=visible.device)
-        bias = bias.masked_fill_(~visible, torch.finfo(dtype).min)[:, None]
-        return cls(new_keys, bias, visible.any(-1, keepdim=True), cache)
+        if is_sent.shape[1] > 1:
+            bias, has_key = _visibility(cache.positions.view(), cache.valid.view(), past_length, is_sent.shape[1], dtype)
+            return cls(new_keys, bias, has_key, cache)
+        # a decoding step sees every slot so far: the mask changes only when slots are added
+        slots = cache.positions.length
+        if cache.step_visibility is None or cache.step_visibility[0] != slots:
+            cache.step_visibility = (slots, *_visibility(cache.positions.view(), cache.valid.view(), past_length, 1, dtype))
+        return cls(new_keys, *cache.step_visibility[1:], cache)
+
+
+def _visibility(positions, valid, past_length: int, length: int, dtype: torch.dtype):
+    """Key slot s is visible from query t if it is a real key at or before t: (bias, has_key)."""
+    query_positions = torch.arange(past_length, past_length + length, device=positions.device)
+    visible = valid[:, None, :] & (positions[:, None, :] <= query_positions[None, :, None])
+    bias = torch.zeros(visible.shape, dtype=dtype, device=visible.device)
+    bias = bias.masked_fill_(~visible, torch.finfo(dtype).min)[:, None]
+    return bias, visible.any(-1, keepdim=True)
 
 
 class StateAttention(nn.Module):

@@ -38,28 +38,35 @@ class StateSpace(nn.Module):
         self.codebook = nn.Parameter(torch.randn(num_states, state_dim))
         self.register_buffer("usage_counts", torch.zeros(num_states, dtype=torch.long))
 
-    @property
-    def vectors(self) -> torch.Tensor:
-        """The K state vectors on the unit sphere."""
-        return F.normalize(self.codebook, dim=-1)
+    def forward(
+        self, e: torch.Tensor | None = None, indices: torch.Tensor | None = None, counted: torch.Tensor | bool = True
+    ) -> Quantized:
+        """Quantize e [..., D], or look up `indices`. In training, the states of the vectors
+        in `counted` (a mask, or all/none) are added to the usage counts.
 
-    def nearest(self, e: torch.Tensor) -> torch.Tensor:
-        """Index of the state with the highest cosine to each (normalized) vector."""
-        with torch.no_grad():
-            return (e.float() @ self.vectors.float().t()).argmax(dim=-1)
-
-    def lookup(self, indices: torch.Tensor) -> torch.Tensor:
-        return self.vectors[indices]
-
-    def forward(self, e: torch.Tensor, counted: torch.Tensor | None = None) -> Quantized:
-        """Quantize e [..., D]; in training, count the states of the vectors in `counted` (default all)."""
-        indices = self.nearest(e)
-        states = self.lookup(indices).to(e.dtype)
+        Every codebook access goes through here, so that sharded parameters (ZeRO-3)
+        are gathered by the module's forward hooks."""
+        vectors = F.normalize(self.codebook, dim=-1)
+        if indices is None:
+            with torch.no_grad():
+                indices = (e.detach().float() @ vectors.detach().float().t()).argmax(dim=-1)
+        states = vectors[indices]
+        if e is None:
+            return Quantized(states, states, indices)
+        states = states.to(e.dtype)
         straight_through = e + (states - e).detach()
-        if self.training:
-            used = indices if counted is None else indices[counted]
+        if self.training and counted is not False:
+            used = indices if counted is True else indices[counted]
             self.usage_counts += torch.bincount(used.flatten(), minlength=self.usage_counts.numel())
         return Quantized(states, straight_through, indices)
+
+    def nearest(self, e: torch.Tensor) -> torch.Tensor:
+        """Index of the state with the highest cosine to each (normalized) vector; not counted."""
+        return self(e, counted=False).indices
+
+    def lookup(self, indices: torch.Tensor) -> torch.Tensor:
+        """The (normalized) state vectors of `indices`."""
+        return self(indices=indices).states
 
     def reset_usage(self) -> None:
         self.usage_counts.zero_()

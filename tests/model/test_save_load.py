@@ -63,6 +63,22 @@ def test_init_from_a_plain_bart_directory(tmp_path):
     assert torch.isfinite(out.loss)
 
 
+def test_init_from_a_bare_bart_model_checkpoint(tmp_path):
+    """facebook/bart-base is saved as a BartModel: weights without the `model.` prefix."""
+    bart = _plain_bart(tmp_path / "full")
+    bart.model.save_pretrained(tmp_path / "bare")
+    model = EricForConditionalGeneration.from_bart(
+        tmp_path / "bare", num_states=16, state_dim=8, max_entities=len(ENTITIES), sent_token_id=SENT,
+        entity_token_ids=ENTITIES, vocab_size=VOCAB)
+    layer = "model.decoder.layers.1.encoder_attn.k_proj.weight"
+    assert torch.equal(model.state_dict()[layer], bart.state_dict()[layer])
+
+
+def test_unknown_inputs_are_refused(tmp_path):
+    with pytest.raises(TypeError, match="entity_position"):
+        tiny_model()(**make_batch(), entity_position=None)
+
+
 def test_init_from_a_missing_directory_says_what_to_provide(tmp_path):
     with pytest.raises(FileNotFoundError, match="no BART checkpoint"):
         EricForConditionalGeneration.from_bart(tmp_path / "bart-base")
