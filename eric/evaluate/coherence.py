@@ -21,11 +21,13 @@ from __future__ import annotations
 
 import csv
 import random
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import torch
 from tqdm.auto import tqdm
+from transformers.models.bart.modeling_bart import shift_tokens_right
 
 from eric.data.collate import StageOneCollator
 
@@ -136,13 +138,20 @@ class CoherenceScorer:
         return replace(text, labels=labels, entities=entities, states=list(text.states))
 
     # -- model passes --
-    def _forward(self, texts: list[Text]):
-        width = max(len(t.labels) for t in texts)
+    # A unit's score and its predicted state depend only on what precedes it (causal
+    # decoder, state attention and predictor over earlier positions), so every pass
+    # reads a text only up to where it is needed: `cut` labels.
+    def _forward(self, texts: list[Text], cuts: list[int] | None = None):
+        """Teacher-forced pass; returns the model output (its `logits` left empty: see
+        `_no_lm_head`) and the labels read."""
+        cuts = cuts or [len(t.labels) for t in texts]
         units = max(len(t.spans) for t in texts)
         pad = self.config.pad_token_id
+        labels = _pad([t.labels[:cut] for t, cut in zip(texts, cuts)], -100)
         batch = {
             "input_ids": _pad([t.source for t in texts], pad),
-            "labels": _pad([t.labels for t in texts], -100, width),
+            # decoder inputs rather than labels: no LM loss to compute
+            "decoder_input_ids": shift_tokens_right(labels, pad, self.config.decoder_start_token_id),
         }
         batch["attention_mask"] = (batch["input_ids"] != pad).long()
         if self.config.use_entity:
@@ -150,27 +159,46 @@ class CoherenceScorer:
         if self.config.use_state:
             batch["state_ids"] = _pad([t.states for t in texts], -1, units)
         device = self.model.device
-        with torch.no_grad():
-            return self.model(**{k: v.to(device) for k, v in batch.items()}), batch["labels"]
+        with torch.no_grad(), _no_lm_head(self.model):
+            return self.model(**{k: v.to(device) for k, v in batch.items()}), labels
 
-    def unit_logprobs(self, texts: list[Text]) -> list[list[float]]:
-        """Log-probability of every unit of every text (given its prefix)."""
-        out, labels = self._forward(texts)
-        logprobs = torch.log_softmax(out.logits.float(), dim=-1)
-        token_lp = logprobs.gather(-1, labels.clamp(min=0).to(logprobs.device)[..., None])[..., 0].cpu()
-        return [[float(token_lp[b, s + 1 : e + 1].sum()) for s, e in text.spans] for b, text in enumerate(texts)]
+    def unit_logprobs(self, texts: list[Text], units: list[int] | None = None) -> list[list[float]]:
+        """Log-probability of units given their prefix: every unit of each text, or with
+        `units` only unit units[i] of text i (read up to the token that ends it)."""
+        cuts = None if units is None else [t.spans[n][1] + 1 for t, n in zip(texts, units)]
+        out, labels = self._forward(texts, cuts)
+        scores = []
+        for b, text in enumerate(texts):
+            spans = text.spans if units is None else [text.spans[units[b]]]
+            hidden = out.decoder_last_hidden_state[b]
+            scores.append([self._span_logprob(hidden, labels[b], s, e) for s, e in spans])
+        return scores
+
+    def _span_logprob(self, hidden: torch.Tensor, labels: torch.Tensor, start: int, end: int) -> float:
+        """Sum of log p(labels[t]) for t in (start, end]: the unit's words and its end token."""
+        with torch.no_grad():
+            logits = self.model.lm_logits(hidden[start + 1 : end + 1]).float()
+        rows = torch.log_softmax(logits, dim=-1)
+        targets = labels[start + 1 : end + 1].to(rows.device)
+        return float(rows.gather(-1, targets[:, None]).sum())
 
     def predicted_states(self, texts: list[Text]) -> list[list[int]]:
         """The model's own states, unit by unit: pass n fixes unit n (it sees only earlier states)."""
         for text in texts:
             text.states = [-1] * len(text.entities)
         for n in range(max(len(t.spans) for t in texts)):
-            out, _ = self._forward(texts)
-            predicted = out.predicted_state_ids.cpu()
-            for b, text in enumerate(texts):
-                if n < len(text.states):
-                    text.states[n] = int(predicted[b, n])
+            todo = [t for t in texts if n < len(t.spans) and t.entities[n] > 0]
+            if todo:
+                for text, state in zip(todo, self._states_for_unit(todo, [n] * len(todo))):
+                    text.states[n] = state
         return [t.states for t in texts]
+
+    def _states_for_unit(self, texts: list[Text], units: list[int]) -> list[int]:
+        """The predicted state of unit units[i] of text i, reading up to that unit's <sent>."""
+        cuts = [t.spans[n][0] + 2 for t, n in zip(texts, units)]  # the <sent> must reach the decoder input
+        out, _ = self._forward(texts, cuts)
+        predicted = out.predicted_state_ids.cpu()
+        return [int(predicted[b, n]) for b, n in enumerate(units)]
 
     def random_states(self, text: Text) -> list[int]:
         rng = random.Random(f"{self.seed}:random-states:{text.id}")
@@ -179,7 +207,7 @@ class CoherenceScorer:
     # -- the experiment --
     def run(self, rows: list[dict], mode: str, label: str) -> CoherenceResult:
         texts = [self.encode(row) for row in rows]
-        cases = self.cases(texts)
+        cases = sorted(self.cases(texts), key=lambda c: texts[c.text].spans[c.unit][1])  # less padding
         self._set_states(texts, mode)
         originals: list[list[float]] = []
         for batch in self._batches(texts, f"{label}: originals"):
@@ -187,13 +215,12 @@ class CoherenceScorer:
         result = CoherenceResult(label)
         for chunk in self._batches(cases, f"{label}: perturbed"):
             perturbed = [self.perturb(texts[c.text], c) for c in chunk]
+            units = [c.unit for c in chunk]
             if mode == PREDICTED:  # the replacement entity's own predicted state
-                states = self._states_for_unit(perturbed, [c.unit for c in chunk])
-                for text, case, state in zip(perturbed, chunk, states):
+                for text, case, state in zip(perturbed, chunk, self._states_for_unit(perturbed, units)):
                     text.states[case.unit] = state
-            scores = self.unit_logprobs(perturbed)
-            for case, score in zip(chunk, scores):
-                result.add(case.unit + 1, originals[case.text][case.unit] > score[case.unit])
+            for case, (score,) in zip(chunk, self.unit_logprobs(perturbed, units)):
+                result.add(case.unit + 1, originals[case.text][case.unit] > score)
         return result
 
     def _set_states(self, texts: list[Text], mode: str) -> None:
@@ -204,15 +231,23 @@ class CoherenceScorer:
             for text in texts:
                 text.states = self.random_states(text)
 
-    def _states_for_unit(self, texts: list[Text], units: list[int]) -> list[int]:
-        out, _ = self._forward(texts)
-        predicted = out.predicted_state_ids.cpu()
-        return [int(predicted[b, n]) for b, n in enumerate(units)]
-
     def _batches(self, items: list, desc: str):
         starts = range(0, len(items), self.batch_size)
         for start in tqdm(starts, desc=desc, disable=not self.progress, unit="batch", leave=False):
             yield items[start : start + self.batch_size]
+
+
+@contextmanager
+def _no_lm_head(model):
+    """Skip the LM head inside forward: the passes here need the last decoder states
+    (`decoder_last_hidden_state`) and the predicted states, and only a few positions'
+    logits, computed afterwards. The vocabulary projection is the largest matrix of a
+    small model. (If forward stopped calling `lm_logits`, this would only cost speed.)"""
+    model.lm_logits = lambda hidden: hidden[..., :0]
+    try:
+        yield
+    finally:
+        del model.lm_logits
 
 
 def _pad(rows: list[list[int]], value: int, width: int | None = None) -> torch.Tensor:

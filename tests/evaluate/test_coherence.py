@@ -82,6 +82,7 @@ def test_a_unit_score_is_the_sum_of_its_token_log_probs(tokenizer):
     start, end = text.spans[2]
     assert scores[2] == pytest.approx(float(token_lp[start + 1 : end + 1].sum()), abs=1e-4)
     assert sum(scores) == pytest.approx(float(token_lp[text.spans[0][0] + 1 :].sum()), abs=1e-3)
+    assert s.unit_logprobs([text], [2])[0] == pytest.approx([scores[2]], abs=1e-4)  # read only up to unit 2
 
 
 def test_predicted_states_are_the_models_own_fixed_point(tokenizer, rows):

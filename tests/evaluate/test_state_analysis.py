@@ -53,13 +53,17 @@ def test_usage_numbers_on_a_crafted_count():
     assert [t["state"] for t in usage.top(10)] == [1, 2, 4]  # unused states are not listed
 
 
-def test_training_state_usage_counts_every_unit_with_an_entity():
+@pytest.mark.parametrize("first_unit_state", [True, False])
+def test_training_state_usage_counts_every_unit_with_an_entity(first_unit_state):
     rows = synthetic_rows(10, seed=5)
     tokenizer = tiny_tokenizer(synthetic_rows(20))
-    model = tiny_stage_one(tokenizer, "eric")
+    model = tiny_stage_one(tokenizer, "eric", first_unit_state=first_unit_state)
     usage = training_state_usage(model, tokenizer, rows, batch_size=4, per_state=2, progress=False, seed=9)
     batch = StageOneCollator(tokenizer, max_entities=MAX_ENTITIES, seed=9)(rows)
-    assert usage.units == int((batch["entity_ids"] > 0).sum())  # one gold state per unit with an entity
+    with_entity = batch["entity_ids"] > 0
+    if not first_unit_state:  # the code's setting: unit 1 gets no state
+        with_entity[:, 0] = False
+    assert usage.units == int(with_entity.sum())  # one gold state per planned unit with an entity
     with torch.no_grad():  # the same states as the model's own forward over the whole set
         direct = model(**batch).state_ids
     assert usage.counts == torch.bincount(direct[direct >= 0], minlength=NUM_STATES).tolist()
