@@ -28,6 +28,19 @@ contrastive_loss, each term separately (None when its mechanism is switched off)
 `EricOutput.loss_terms()` gives the present terms as floats, for logging.
 
 Sampling: `model.generate(input_ids, attention_mask, ...)` (eric/model/generation.py).
+Initialization from a BART checkpoint on disk: `EricForConditionalGeneration.from_bart(dir, ...)`.
+
+Where the paper leaves a detail open (see ../shared/docs/reference-notes.md):
+- s_n (D = 128) enters through a linear map to d_model, as in the authors' code (the
+  paper's plain sum needs D = d_model);
+- unit 1 is planned from the prefix `</s> <s>` (q_0 is its mean, the predictor attends
+  to it), so every unit n = 1..N carries an entity and a state as in the paper;
+  `first_unit_state=False` leaves unit 1 bare, as the code does;
+- the state attention has one head of D dimensions (the code); `state_attention_heads`
+  splits D into the paper's several heads at the same parameter count;
+- L_Ent and L_CL are means over units (the paper writes L_Ent as a sum);
+- the codebook learns only through L_CL (c_n uses the codebook vector), the decoder
+  reads the straight-through s_n, so L_LM trains the sentence encoder, not the codebook.
 """
 
 from __future__ import annotations
