@@ -71,11 +71,20 @@ class StageOneCollator:
         self.epoch = epoch
 
     def __call__(self, rows: list[dict]) -> dict[str, torch.Tensor]:
-        return self.pad([self.encode(row) for row in rows])
+        sources, targets = self._tokenize(rows)
+        return self.pad([self._encode(row, s, t) for row, s, t in zip(rows, sources, targets)])
 
     def encode(self, row: dict) -> EncodedRow:
-        source = self.tokenizer(row["source"], truncation=True, max_length=self.max_source_length)["input_ids"]
-        target = self.tokenizer(row["target"], add_special_tokens=False)["input_ids"]
+        sources, targets = self._tokenize([row])
+        return self._encode(row, sources[0], targets[0])
+
+    def _tokenize(self, rows: list[dict]) -> tuple[list[list[int]], list[list[int]]]:
+        """Sources with <s> </s> (truncated); targets bare, truncated later at unit boundaries."""
+        sources = self.tokenizer([r["source"] for r in rows], truncation=True, max_length=self.max_source_length)
+        targets = self.tokenizer([r["target"] for r in rows], add_special_tokens=False)
+        return sources["input_ids"], targets["input_ids"]
+
+    def _encode(self, row: dict, source: list[int], target: list[int]) -> EncodedRow:
         starts = [i for i, t in enumerate(target) if t == self.ids.sent]
         unit_entities = row["unit_entities"]
         if len(starts) != len(unit_entities) or (starts and starts[0] != 0):
