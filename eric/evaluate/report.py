@@ -33,7 +33,9 @@ ANALYSIS_COLUMNS = ("Mention control", "States used", "Top state", "Coherence", 
 
 
 def display_name(variant: str) -> str:
-    return DISPLAY_NAMES.get(variant, variant)
+    """ERIC, BART, ...; a coherence label "eric (random states)" reads "ERIC (Rand)" as in the paper."""
+    base, random_states = variant.removesuffix(" (random states)"), variant.endswith(" (random states)")
+    return DISPLAY_NAMES.get(base, base) + (" (Rand)" if random_states else "")
 
 
 @dataclass
@@ -133,8 +135,8 @@ def write_report(inputs: ReportInputs, out_dir: str | Path) -> dict[str, Path]:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {
-        "coherence": plot_coherence(inputs.coherence, out_dir / "coherence.png",
-                                    "Entity coherence: accuracy vs position"),
+        "coherence": plot_coherence([{**r, "model": display_name(r["model"])} for r in inputs.coherence],
+                                    out_dir / "coherence.png", "Entity coherence: accuracy vs position"),
         "state_usage": plot_usage({display_name(v): rows for v, rows in inputs.usage.items()},
                                   out_dir / "state_usage.png", "State usage on the training split"),
     }

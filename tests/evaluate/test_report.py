@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from eric.evaluate.report import ReportInputs, analysis_rows, table_rows, write_report
+from eric.evaluate.report import ReportInputs, analysis_rows, display_name, table_rows, write_report
 
 ERIC = {"B-1": 25.123, "B-2": 9.87, "MSJ-1": 40.0, "MSJ-2": 30.0, "MAUVE": 61.5, "Rpt-16": 16.224, "Rpt-32": 28.12,
         "Rpt-64": 37.06, "D-3": 75.94, "D-4": 93.02, "Zipf": 1.11, "Len": 236.4, "n_texts": 6,
@@ -57,3 +57,8 @@ def test_a_report_without_truth_or_analyses_still_builds(tmp_path):
     markdown = paths["markdown"].read_text()
     assert "| BART |" in markdown and "Truth |" not in markdown
     assert paths["coherence"].is_file() and paths["state_usage"].is_file()
+
+
+def test_display_names_follow_the_paper():
+    assert [display_name(v) for v in ("eric", "eric (random states)", "eric_no_state", "bart", "mine")] == \
+        ["ERIC", "ERIC (Rand)", "w/o s_n", "BART", "mine"]

@@ -74,3 +74,37 @@ def test_bad_variant_or_missing_inputs_are_user_errors(tiny_project, tmp_path):
     with pytest.raises(SampleError, match="no mention model here") as info:
         sample_stage.run.fn("eric", str(broken))
     assert "\n" not in str(info.value)
+
+
+def test_metrics_go_to_the_variants_mlflow_run(pipeline, tmp_path, monkeypatch):
+    from mlflow.tracking import MlflowClient
+
+    from eric.config import load_params
+    from eric.tracking import find_run, start_run
+
+    root, _, metrics, paths = pipeline
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    params = load_params(root / "params.yaml", {"train.mlflow": True})
+    corpus = params.corpus.name
+    start_run(corpus, stage="train_stage_one", variant="eric").finish()  # as training leaves it
+    train_run = find_run(corpus, stage="train_stage_one", variant="eric")
+
+    for variant in ("eric", "bart"):
+        evaluate_stage.save.fn(params, variant, metrics[variant])
+    client = MlflowClient(uri)
+    logged = client.get_run(train_run).data.metrics
+    assert logged["eval.Rpt-16"] == pytest.approx(metrics["eric"]["Rpt-16"])
+    assert logged["eval.coherence.eric_random_states.accuracy"] == pytest.approx(
+        metrics["eric"]["coherence"]["eric (random states)"]["accuracy"])
+    assert "eval.states_used" in logged and client.get_run(train_run).info.status == "FINISHED"
+    artifacts = {a.path for a in client.list_artifacts(train_run)}
+    assert {"eric.json", "coherence.csv", "state_usage.csv", "state_explorer.html"} <= artifacts
+    bart_run = find_run(corpus, stage="evaluate", variant="bart")  # no training run: its own
+    assert "eval.D-4" in client.get_run(bart_run).data.metrics
+
+    report_stage.log.fn(params, report_stage.collect.fn(params), paths)
+    report_run = client.get_run(find_run(corpus, stage="report", variant="all"))
+    assert report_run.data.metrics["eric.Len"] == pytest.approx(metrics["eric"]["Len"])
+    assert {"results.md", "results.html", "coherence.png", "state_usage.png"} <= \
+        {a.path for a in client.list_artifacts(report_run.info.run_id)}
