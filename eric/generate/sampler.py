@@ -23,7 +23,7 @@ import torch
 from tqdm.auto import tqdm
 
 from eric.generate.inputs import StoryInput
-from eric.generate.merge import NamePool, merge_mentions, parse_mentions
+from eric.generate.merge import PLACEHOLDER, NamePool, merge_mentions, parse_mentions
 
 if TYPE_CHECKING:
     from eric.config import Params
@@ -118,7 +118,7 @@ def _stage_one_sample(out, row: int, tokenizer, config) -> StageOneSample:
 
 def generate_mentions(model, tokenizer, inputs: list[str], stories: list[str], options: SamplingOptions) -> list[str]:
     """Stage two: "<e0> Ash Williams <e1> Linda ..." for each story ("" when it has no placeholder)."""
-    wanted = [i for i, story in enumerate(stories) if "<e" in story]
+    wanted = [i for i, story in enumerate(stories) if PLACEHOLDER.search(story)]
     sources = [f"{inputs[i]}{options.separator}{stories[i]}" for i in wanted]
     outputs = [""] * len(stories)
     decoded: list[str] = []
