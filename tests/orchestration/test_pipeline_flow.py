@@ -44,8 +44,9 @@ def test_every_deployment_parameter_maps_onto_the_real_params_yaml():
 
 
 def test_explicit_overrides_win_over_the_profile():
-    merged = gather_overrides(PARAMS, "smoke", {"preprocess.max_stories": 7}, None, NO_CORPUS, None)
-    assert merged["preprocess.max_stories"] == 7
+    params = yaml.safe_load(DEFAULT_PARAMS.read_text())
+    merged = gather_overrides(params, "smoke", {"preprocess.max_stories": 7}, None, NO_CORPUS, None)
+    assert merged["preprocess.max_stories"] == 7 != profile_overrides("smoke")["preprocess.max_stories"]
 
 
 def test_custom_corpus_and_model_init_map_to_params_keys():
