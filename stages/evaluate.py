@@ -67,7 +67,8 @@ def score_samples(params: Params, variant: str) -> dict:
         control = mention_control(rows)
         metrics["mention_control"] = control.share
         metrics["mention_control_units"] = control.units
-        metrics["states_used_generated"] = len(generated_states(rows)) if any(r["unit_states"] for r in rows) else None
+        if params.model.variants[variant].state:
+            metrics["states_used_generated"] = len(generated_states(rows))
     return metrics
 
 
