@@ -108,3 +108,13 @@ def test_metrics_go_to_the_variants_mlflow_run(pipeline, tmp_path, monkeypatch):
     assert report_run.data.metrics["eric.Len"] == pytest.approx(metrics["eric"]["Len"])
     assert {"results.md", "results.html", "coherence.png", "state_usage.png"} <= \
         {a.path for a in client.list_artifacts(report_run.info.run_id)}
+
+
+def test_report_states_the_training_budget(tiny_project, tmp_path):
+    from eric.config import load_params
+
+    params = load_params(tiny_project / "params.yaml", {"train.metrics_dir": str(tmp_path)})
+    assert report_stage.budget(params) == "unknown (no metrics/train files)"
+    (tmp_path / "eric.json").write_text(json.dumps({"steps": 200, "epochs": 0.6, "train_examples": 2707,
+                                                    "parameters": 12_345_678}))
+    assert report_stage.budget(params) == "eric 200 steps (0.6 epochs, 2707 examples, 12.3M parameters)"
