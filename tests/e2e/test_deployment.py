@@ -30,7 +30,8 @@ def deployed(tmp_path_factory):
         assert deployed.returncode == 0, deployed.stdout[-2000:] + deployed.stderr[-2000:]
         run = services.prefect(
             "deployment", "run", "eric-pipeline/embedded-default",
-            "--param", "profile=smoke", "--watch", "--watch-timeout", "900",
+            "--param", "profile=smoke", "--watch", "--watch-timeout", "1500",
+            timeout=1600,  # the whole pipeline: ~5 min on 2 idle cores, far more on a loaded host
         )  # fmt: skip
         yield services, run
     finally:
