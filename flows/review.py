@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -46,10 +47,18 @@ def flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return flat
 
 
+_UNSAFE = re.compile(r"[^\w\-. /:]")  # MLflow names: alphanumerics, _ - . space / :
+
+
+def metric_name(key: str) -> str:
+    """A name MLflow accepts: `coherence.eric (random states)` -> `coherence.eric _random states_`."""
+    return _UNSAFE.sub("_", key)
+
+
 def numeric(flat: Mapping[str, Any]) -> dict[str, float]:
     """Metrics MLflow can plot: finite numbers (bools and text are left out)."""
     return {
-        k: float(v)
+        metric_name(k): float(v)
         for k, v in flat.items()
         if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
     }

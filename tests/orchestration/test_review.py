@@ -112,3 +112,11 @@ def test_compare_prints_one_row_per_variant_of_the_latest_execution(store):
     assert len(variant_table(uri, "eric-compare", every=True)) == 4
     with pytest.raises(CompareError, match="no MLflow experiment 'nope'"):
         variant_table(uri, "nope")
+
+
+def test_metric_names_are_made_safe_for_mlflow():
+    # the evaluate stage names the random-state coherence "eric (random states)"
+    from review import numeric
+
+    safe = numeric({"evaluate.coherence.eric (random states).cases": 3, "train.val-loss": 1.5, "text": "x"})
+    assert safe == {"evaluate.coherence.eric _random states_.cases": 3.0, "train.val-loss": 1.5}
