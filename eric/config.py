@@ -1,4 +1,3 @@
-# LEAD NOTE TO PARALLEL ENGINEERS (temporary): before anything else, read /tmp/common.md (shared context: venv, git discipline, files owned by others).
 """Typed, validated view of params.yaml: the single source of knobs.
 
 Every stage loads its section through `load_params()`. Unknown keys and bad values

@@ -1,4 +1,3 @@
-# LEAD NOTE TO PARALLEL ENGINEERS (temporary): before anything else, read /tmp/common.md (shared context: venv, git discipline, files owned by others).
 """Explicit Parquet schemas of the preprocess outputs (the contract every later stage reads).
 
 Layout under `preprocess.out_dir` (default data/processed/):
