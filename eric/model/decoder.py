@@ -116,12 +116,14 @@ class EricDecoder(nn.Module):
         hidden = nn.functional.dropout(self.layernorm_embedding(hidden), p=self.dropout, training=self.training)
 
         self_mask = self._self_attention_mask(inputs_embeds, attention_mask, cache, past)
-        cross_mask = create_bidirectional_mask(
-            config=self.config,
-            inputs_embeds=inputs_embeds,
-            attention_mask=encoder_attention_mask,
-            encoder_hidden_states=encoder_hidden_states,
-        )
+        cross_mask = encoder_attention_mask
+        if cross_mask is not None and cross_mask.dim() == 2:
+            cross_mask = create_bidirectional_mask(
+                config=self.config,
+                inputs_embeds=inputs_embeds,
+                attention_mask=encoder_attention_mask,
+                encoder_hidden_states=encoder_hidden_states,
+            )
         state_inputs = None
         if self.config.use_state_attention:
             state_cache = cache.state if cache is not None else None

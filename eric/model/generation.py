@@ -67,20 +67,26 @@ class PlannerMemory:
 
     def __init__(self, batch: int, dim: int, device: torch.device, predictor=None):
         self.unit_sum = torch.zeros(batch, dim, device=device)
-        self.unit_count = torch.zeros(batch, device=device)
+        self.unit_start = torch.zeros(batch, dtype=torch.long, device=device)
+        self.length = 0  # positions read so far
         self.predictor = predictor
         self.pending: list[torch.Tensor] = []
         self.keys = GrowingBuffer()
         self.values = GrowingBuffer()
 
     def context(self, dtype: torch.dtype) -> torch.Tensor:
-        return (self.unit_sum / self.unit_count.clamp(min=1)[:, None]).to(dtype)
+        count = (self.length - self.unit_start).clamp(min=1)
+        return (self.unit_sum / count[:, None]).to(dtype)
 
-    def update(self, hidden: torch.Tensor, starts_unit: torch.Tensor) -> None:
+    def update(self, hidden: torch.Tensor, starts_unit: torch.Tensor, any_start: bool) -> None:
         """hidden [B, 1, d] of the token just read; a sentence token starts a new unit."""
         h = hidden[:, 0].float()
-        self.unit_sum = torch.where(starts_unit[:, None], h, self.unit_sum + h)
-        self.unit_count = torch.where(starts_unit, torch.ones_like(self.unit_count), self.unit_count + 1)
+        if any_start:
+            self.unit_sum = torch.where(starts_unit[:, None], h, self.unit_sum + h)
+            self.unit_start = torch.where(starts_unit, self.length, self.unit_start)
+        else:
+            self.unit_sum.add_(h)
+        self.length += 1
         if self.predictor is not None:
             self.pending.append(hidden)
 
@@ -129,7 +135,8 @@ class EricGenerationMixin:
         prompt = [config.decoder_start_token_id, config.bos_token_id]
         if config.sent_token_id is not None:
             prompt.append(config.sent_token_id)
-        tokens = torch.full((batch, 1), prompt[0], dtype=torch.long, device=device)
+        buffer = torch.full((batch, max_new_tokens + 1), config.pad_token_id, dtype=torch.long, device=device)
+        buffer[:, 0] = prompt[0]
         processors = self._logits_processors(
             do_sample, temperature, top_k, top_p, no_repeat_ngram_size, min_new_tokens, len(prompt)
         )
@@ -139,15 +146,19 @@ class EricGenerationMixin:
         records: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []  # (rows, classes, states) per step
         entity_temperature = entity_temperature or config.entity_temperature
 
+        length = 1
         for step in range(max_new_tokens):
+            tokens = buffer[:, :length]
             reads_sent = (tokens[:, -1] == config.sent_token_id) & ~finished
-            unit_counts += reads_sent.long()
+            any_sent = bool(reads_sent.any())
             unit_embed = None
-            if config.use_entity and bool(reads_sent.any()):
-                unit_embed = self._plan_units(
-                    step_state, tokens, reads_sent, unit_counts, do_sample, entity_temperature, generator, records
-                )
-            hidden = step_state.decode(tokens, unit_embed, encoder_hidden, attention_mask, reads_sent)
+            if any_sent:
+                unit_counts += reads_sent.long()
+                if config.use_entity:
+                    unit_embed = self._plan_units(
+                        step_state, tokens, reads_sent, unit_counts, do_sample, entity_temperature, generator, records
+                    )
+            hidden = step_state.decode(tokens, unit_embed, encoder_hidden, attention_mask, reads_sent, any_sent)
             if step + 1 < len(prompt):
                 next_tokens = torch.full_like(tokens[:, 0], prompt[step + 1])
             else:
@@ -161,10 +172,12 @@ class EricGenerationMixin:
                 else:
                     next_tokens = logits.argmax(dim=-1)
             next_tokens = torch.where(finished, config.pad_token_id, next_tokens)
-            tokens = torch.cat([tokens, next_tokens[:, None]], dim=1)
+            buffer[:, length] = next_tokens
+            length += 1
             finished |= next_tokens == config.eos_token_id
             if bool(finished.all()):
                 break
+        tokens = buffer[:, :length]
 
         self.train(was_training)
         entity_ids, state_ids = _stack_records(records, batch, device) if config.use_entity else (None, None)
@@ -239,11 +252,11 @@ class _StepState:
         self.unit_embeds: torch.Tensor | None = None  # no-cache path: every position's entity input
         self.hidden: torch.Tensor | None = None  # no-cache path: last full pass
 
-    def decode(self, tokens, unit_embed, encoder_hidden, encoder_mask, reads_sent) -> torch.Tensor:
+    def decode(self, tokens, unit_embed, encoder_hidden, encoder_mask, reads_sent, any_sent) -> torch.Tensor:
         model = self.model
         if self.use_cache:
             hidden = model.decode(tokens[:, -1:], unit_embed, encoder_hidden, encoder_mask, self.cache)
-            self.memory.update(hidden, reads_sent)
+            self.memory.update(hidden, reads_sent, any_sent)
             return hidden
         if unit_embed is None:
             unit_embed = encoder_hidden.new_zeros(tokens.shape[0], 1, model.config.d_model)

@@ -98,7 +98,7 @@ class StateAttentionInputs:
 
     new_keys: StateKeys | None
     bias: torch.Tensor | None  # [B, 1, T, S] additive mask (None: no key anywhere yet)
-    has_key: torch.Tensor | None  # [B, T, 1]: the query sees at least one key
+    has_key: torch.Tensor | None  # [B, T, 1]: the query sees at least one key (None: all do)
     cache: StateAttentionCache | None = None
 
     @classmethod
@@ -130,7 +130,8 @@ def _visibility(positions, valid, past_length: int, length: int, dtype: torch.dt
     visible = valid[:, None, :] & (positions[:, None, :] <= query_positions[None, :, None])
     bias = torch.zeros(visible.shape, dtype=dtype, device=visible.device)
     bias = bias.masked_fill_(~visible, torch.finfo(dtype).min)[:, None]
-    return bias, visible.any(-1, keepdim=True)
+    has_key = visible.any(-1, keepdim=True)
+    return bias, None if bool(has_key.all()) else has_key
 
 
 class StateAttention(nn.Module):
@@ -165,6 +166,8 @@ class StateAttention(nn.Module):
             dropout_p=self.dropout if self.training else 0.0,
         )
         out = self.out_proj(out.transpose(1, 2).reshape(*hidden.shape[:-1], -1))
+        if inputs.has_key is None:
+            return out
         # a query with no visible key (the prefix) gets zero, not a uniform average
         return torch.where(inputs.has_key, out, torch.zeros_like(out))
 
