@@ -9,7 +9,7 @@ modeling_eric.py) and a mask of those positions.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -28,7 +28,6 @@ class EricCache:
     attention: EncoderDecoderCache
     state: StateAttentionCache
     length: int = 0
-    extra: dict = field(default_factory=dict)
 
     @classmethod
     def empty(cls, config: EricConfig) -> EricCache:
