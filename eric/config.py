@@ -252,6 +252,14 @@ def load_params(path: str | Path | None = None, overrides: dict | None = None) -
         raise ParamsError(_format_error(exc, source)) from None
 
 
+def load_variant_params(path: str | Path | None, variant: str) -> Params:
+    """`load_params` for a per-variant stage; an unknown variant fails in one line."""
+    params = load_params(path)
+    if variant not in params.model.variants:
+        raise ParamsError(f"unknown variant {variant!r}; model.variants has {sorted(params.model.variants)}")
+    return params
+
+
 def _set_dotted(tree: dict, dotted: str, value) -> None:
     *parents, leaf = dotted.split(".")
     for part in parents:

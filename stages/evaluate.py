@@ -23,7 +23,7 @@ from pathlib import Path
 
 from _flow import run_stage, stage_flow, stage_task
 
-from eric.config import Params, ParamsError, load_params, resolve_path
+from eric.config import Params, ParamsError, load_params, resolve_path, load_variant_params
 from eric.evaluate.errors import EvaluationError
 from eric.generate.errors import SampleError
 
@@ -32,10 +32,7 @@ USER_ERRORS = (ParamsError, EvaluationError, SampleError)
 
 @stage_task
 def read_params(params_path: str, variant: str) -> Params:
-    params = load_params(params_path)
-    if variant not in params.model.variants:
-        raise ParamsError(f"unknown variant {variant!r}; model.variants has {sorted(params.model.variants)}")
-    return params
+    return load_variant_params(params_path, variant)
 
 
 def analysis_dir(params: Params, variant: str) -> Path:

@@ -15,16 +15,13 @@ import time
 
 from _flow import run_stage, stage_flow, stage_task
 
-from eric.config import Params, ParamsError, load_params, resolve_path
+from eric.config import Params, ParamsError, load_params, resolve_path, load_variant_params
 from eric.generate.errors import SampleError
 
 
 @stage_task
 def read_params(params_path: str, variant: str) -> Params:
-    params = load_params(params_path)
-    if variant not in params.model.variants:
-        raise ParamsError(f"unknown variant {variant!r}; model.variants has {sorted(params.model.variants)}")
-    return params
+    return load_variant_params(params_path, variant)
 
 
 @stage_task

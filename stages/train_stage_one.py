@@ -18,7 +18,7 @@ import sys
 
 from _flow import quiet_user_errors, stage_flow, stage_task
 
-from eric.config import Params, ParamsError, load_params, resolve_path
+from eric.config import Params, ParamsError, load_params, resolve_path, load_variant_params
 from eric.train.errors import TrainError
 from eric.train.job import TrainingJob, read_rows, run_job
 from eric.train.loop import LoopSettings
@@ -28,10 +28,7 @@ COLUMNS = ["id", "source", "target", "unit_entities"]
 
 @stage_task
 def read_params(params_path: str, variant: str) -> Params:
-    params = load_params(params_path)
-    if variant not in params.model.variants:
-        raise ParamsError(f"unknown variant {variant!r}; model.variants has {sorted(params.model.variants)}")
-    return params
+    return load_variant_params(params_path, variant)
 
 
 @stage_task

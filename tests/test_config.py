@@ -35,3 +35,11 @@ def test_missing_and_malformed_files(tmp_path):
     bad.write_text("a: [1, 2\n")
     with pytest.raises(ParamsError, match="not valid YAML"):
         load_params(bad)
+
+
+def test_unknown_variant_fails_in_one_line():
+    from eric.config import load_variant_params
+
+    assert load_variant_params(None, "eric").model.variants["eric"]
+    with pytest.raises(ParamsError, match="unknown variant 'ericc'"):
+        load_variant_params(None, "ericc")
