@@ -23,7 +23,7 @@ from pathlib import Path
 
 from _flow import run_stage, stage_flow, stage_task
 
-from eric.config import Params, ParamsError, load_params, resolve_path, load_variant_params
+from eric.config import Params, ParamsError, load_variant_params, resolve_path
 from eric.evaluate.errors import EvaluationError
 from eric.generate.errors import SampleError
 

@@ -10,8 +10,6 @@ and may override train.epochs / max_steps / lr / micro_batch_size.
 
 from __future__ import annotations
 
-import os
-
 from _flow import run_stage, stage_flow, stage_task
 
 from eric.config import Params, ParamsError, load_params, resolve_path
@@ -67,12 +65,7 @@ def prepare(params: Params) -> TrainingJob:
 
 @stage_task
 def train(job: TrainingJob) -> dict:
-    metrics = run_job(job)
-    if int(os.environ.get("RANK", "0")) == 0:
-        print(f"mentions: {metrics['steps']} steps, val loss {metrics['initial_val_loss']} -> "
-              f"{metrics['final_val_loss']}, {metrics['tokens_per_s']:,.0f} tokens/s, "
-              f"model in {metrics['model_dir']}")
-    return metrics
+    return run_job(job)
 
 
 @stage_flow("train_mentions")

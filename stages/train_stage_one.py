@@ -13,15 +13,15 @@ only rank 0 is a flow run, the other ranks call the same function without Prefec
 
 from __future__ import annotations
 
-import os
 import sys
 
 from _flow import quiet_user_errors, stage_flow, stage_task
 
-from eric.config import Params, ParamsError, load_params, resolve_path, load_variant_params
+from eric.config import Params, ParamsError, load_variant_params, resolve_path
 from eric.train.errors import TrainError
 from eric.train.job import TrainingJob, read_rows, run_job
 from eric.train.loop import LoopSettings
+from eric.train.runtime import current_rank
 
 COLUMNS = ["id", "source", "target", "unit_entities"]
 
@@ -83,12 +83,7 @@ def lengths(tokenizer, rows: list[dict], max_source: int, max_target: int) -> li
 
 @stage_task
 def train(job: TrainingJob) -> dict:
-    metrics = run_job(job)
-    if int(os.environ.get("RANK", "0")) == 0:
-        print(f"{job.variant}: {metrics['steps']} steps, val loss {metrics['initial_val_loss']} -> "
-              f"{metrics['final_val_loss']}, {metrics['tokens_per_s']:,.0f} tokens/s, "
-              f"model in {metrics['model_dir']}")
-    return metrics
+    return run_job(job)
 
 
 @stage_flow("train_stage_one")
@@ -103,7 +98,7 @@ def main(argv: list[str]) -> None:
     if not args:
         sys.exit("usage: python stages/train_stage_one.py <variant> [params.yaml]")
     quiet_user_errors(ParamsError, TrainError)
-    call = run if int(os.environ.get("RANK", "0")) == 0 else run.fn  # one flow run: rank 0's
+    call = run if current_rank().is_main else run.fn  # one flow run: rank 0's
     try:
         call(*args[:2])
     except (ParamsError, TrainError) as exc:

@@ -82,7 +82,8 @@ def tracked_params(job: TrainingJob) -> dict:
 
 
 def run_job(job: TrainingJob) -> dict:
-    """Train (resuming if possible), save everything, return the metrics dict."""
+    """Train (resuming if possible), save everything, print a summary line (rank 0),
+    return the metrics dict."""
     rank = prepare_environment()
     key = fingerprint(job)
     checkpoint_dir = resolve_path(job.params.train.checkpoint_dir) / job.stage / job.variant
@@ -105,6 +106,9 @@ def run_job(job: TrainingJob) -> dict:
         if rank.is_main:
             write_outputs(job, result, metrics)
             report(tracker, job, metrics)
+            print(f"{job.variant}: {metrics['steps']} steps, val loss {metrics['initial_val_loss']} -> "
+                  f"{metrics['final_val_loss']}, {metrics['tokens_per_s']:,.0f} tokens/s, "
+                  f"model in {metrics['model_dir']}")
         trainer.checkpoints.clear()  # the model is saved: a rerun starts afresh
     except BaseException:
         tracker.finish("FAILED")
