@@ -107,15 +107,10 @@ def gold_states(model, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
     model gives a state in training, each e_n from the sentence encoder quantized to its
     nearest state. Only the sentence encoder runs (no decoder, no LM head): the same ids
     as `model(**batch).state_ids`, a few times faster."""
-    config = model.config
-    entity_ids, positions = batch["entity_ids"], batch["entity_positions"]
-    with_state = (entity_ids > 0) & (positions >= 0)
-    if not config.first_unit_state:
-        with_state[:, 0] = False
-    needed = torch.cat([torch.zeros_like(with_state[:, :1]), with_state], dim=1)  # column n = unit n
+    positions = batch["entity_positions"]
+    with_state = model.planned_units(batch["entity_ids"])[1] & (positions >= 0)
     with torch.no_grad():
-        events = model.sentence_encoder(batch["labels"], model.model.shared, needed,
-                                        torch.where(with_state, positions, -1))
+        events = model.unit_events(batch["labels"], with_state, torch.where(with_state, positions, -1))
         indices = model.state_space.nearest(events)
     return torch.where(with_state, indices, -1), events
 

@@ -255,12 +255,25 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
                 out.loss = out.loss + config.lambda_contrastive * out.contrastive_loss
         return out
 
+    def planned_units(self, entity_ids: torch.Tensor, unit_exists: torch.Tensor | None = None):
+        """(planned, has_entity) [B, N]: the units whose entity the planner predicts (unit 1
+        only with first_unit_state), and those of them with an entity, hence a state."""
+        planned = entity_ids >= 0
+        if unit_exists is not None:
+            planned = planned & unit_exists
+        if not self.config.first_unit_state:
+            planned[:, 0] = False
+        return planned, planned & (entity_ids > 0)
+
+    def unit_events(self, labels: torch.Tensor, units: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        """e_n [B, K, D] from the sentence encoder at label `positions` [B, K] (-1 = none) of
+        the units in `units` [B, N]."""
+        needed = torch.nn.functional.pad(units, (1, 0))  # column n = unit n
+        return self.sentence_encoder(labels, self.model.shared, needed, positions)
+
     def _unit_inputs(self, layout, entity_ids, labels, entity_positions, hard_negative_positions, state_ids):
         config = self.config
-        planned = layout.unit_exists & (entity_ids >= 0)
-        if not config.first_unit_state:
-            planned[:, 0] = False
-        has_entity = planned & (entity_ids > 0)
+        planned, has_entity = self.planned_units(entity_ids, layout.unit_exists)
         entity_embeds = self.entity_embedding(torch.where(has_entity, entity_ids, 0))
         units = UnitInputs(planned, has_entity, entity_embeds, entity_embeds)
         if not config.use_state:
@@ -280,14 +293,12 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
 
     def _gold_states(self, units, labels, entity_positions, hard_negative_positions):
         """e_n from the sentence encoder, quantized: the straight-through s_n enters the decoder."""
-        needed = torch.zeros(labels.shape[0], units.has_entity.shape[1] + 1, dtype=torch.bool, device=labels.device)
-        needed[:, 1:] = units.has_entity
         positions = torch.where(units.has_entity, entity_positions, -1)
         use_negatives = self.config.hard_negatives and hard_negative_positions is not None
         if use_negatives:
             negative_positions = torch.where(units.has_entity, hard_negative_positions, -1)
             positions = torch.cat([positions, negative_positions], dim=1)
-        events = self.sentence_encoder(labels, self.model.shared, needed, positions)
+        events = self.unit_events(labels, units.has_entity, positions)
         n = units.has_entity.shape[1]
         with_state = units.has_entity & (entity_positions >= 0)
         counted = torch.cat([with_state, torch.zeros_like(positions[:, n:], dtype=torch.bool)], dim=1)
