@@ -7,11 +7,13 @@
 - entity mention control and the states the generations used (variants with a planner);
 - entity coherence by position on the test split, with the model's predicted states and
   with random states (eric/evaluate/coherence.py);
-- states used out of K on the training split, the ten most used, the state explorer
+- states used out of K on the training split, the ten most used, the state transitions
+  of the same pass (eric/evaluate/state_transitions.py), the state explorer
   (eric/evaluate/state_analysis.py).
 Outputs: metrics/evaluate/<variant>.json (DVC metrics), outputs/analysis/<variant>/
-{coherence.csv, state_usage.csv, state_explorer.html}; the numbers are logged to the
-variant's MLflow run (its train_stage_one run, else a new evaluate run).
+{coherence.csv, state_usage.csv, state_transitions.csv, state_explorer.html}; the
+numbers are logged to the variant's MLflow run (its train_stage_one run, else a new
+evaluate run).
 A Prefect flow (`stage-evaluate`).
 """
 
@@ -107,6 +109,7 @@ def coherence(params: Params, variant: str, model, tokenizer) -> dict:
 @stage_task
 def state_space(params: Params, variant: str, model, tokenizer) -> dict:
     from eric.evaluate.state_analysis import explorer_html, training_state_usage, write_usage
+    from eric.evaluate.state_transitions import summary, write_transitions
 
     e, m = params.evaluate, params.model
     rows = _rows(params, "train", ["id", "title", "source", "target", "units", "unit_entities"],
@@ -118,10 +121,15 @@ def state_space(params: Params, variant: str, model, tokenizer) -> dict:
     )
     out = analysis_dir(params, variant)
     write_usage(usage, out / "state_usage.csv")
+    transitions = usage.transitions.rows()
+    write_transitions(transitions, out / "state_transitions.csv")
     (out / "state_explorer.html").write_text(explorer_html(usage, f"Entity states of {variant} ({params.corpus.name})"))
     top = {str(i): t for i, t in enumerate(usage.top(10), 1)}
     print(f"{variant}: {usage.used}/{usage.num_states} states used by {usage.units} training units")
-    return {"states_used": usage.used, "num_states": usage.num_states, "state_units": usage.units, "top_states": top}
+    moves = summary(transitions)
+    return {"states_used": usage.used, "num_states": usage.num_states, "state_units": usage.units, "top_states": top,
+            "state_transitions": moves["transitions"], "state_transition_pairs": moves["pairs"],
+            "self_transition_share": moves["self_share"]}
 
 
 @stage_task

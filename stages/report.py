@@ -1,5 +1,5 @@
 """DVC stage `report`: one table of every variant (as the paper's Table 2) with a Truth row,
-the analyses, the coherence and state-usage plots.
+the analyses, the coherence and state-usage plots, the top state transitions.
 
     python stages/report.py [params.yaml]
 
@@ -37,8 +37,9 @@ def collect(params: Params):
     from eric.evaluate.coherence import read_rows
     from eric.evaluate.report import ReportInputs
     from eric.evaluate.state_analysis import read_usage
+    from eric.evaluate.state_transitions import read_transitions
 
-    metrics, coherence, usage = {}, [], {}
+    metrics, coherence, usage, transitions = {}, [], {}, {}
     for variant in params.variants:
         path = resolve_path(params.evaluate.metrics_dir) / f"{variant}.json"
         metrics[variant] = _read_json(path, f"metrics (run `dvc repro evaluate@{variant}` first)")
@@ -47,8 +48,10 @@ def collect(params: Params):
             coherence.extend(read_rows(folder / "coherence.csv"))
         if (folder / "state_usage.csv").is_file():
             usage[variant] = read_usage(folder / "state_usage.csv")
+        if (folder / "state_transitions.csv").is_file():
+            transitions[variant] = read_transitions(folder / "state_transitions.csv")
     truth = truth_metrics(params)
-    return ReportInputs(metrics, truth, coherence, usage, about(params, metrics, truth))
+    return ReportInputs(metrics, truth, coherence, usage, about(params, metrics, truth), transitions=transitions)
 
 
 def truth_metrics(params: Params) -> dict | None:

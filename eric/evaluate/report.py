@@ -5,8 +5,8 @@
     # reports/results.md, results.html, coherence.png, state_usage.png
 
 `ReportInputs` holds what the evaluate@<variant> stages wrote (metrics JSON,
-coherence rows, state-usage rows) plus a line about how the models were made
-(corpus, size, training budget), printed above the table.
+coherence rows, state-usage rows, state-transition rows) plus a line about how the
+models were made (corpus, size, training budget), printed above the table.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from pathlib import Path
 from eric.evaluate.coherence import plot_coherence
 from eric.evaluate.scoring import METRIC_NAMES, REFERENCE_FREE, format_value
 from eric.evaluate.state_analysis import plot_usage
+from eric.evaluate.state_transitions import transitions_html, transitions_markdown
 
 DISPLAY_NAMES = {
     "eric": "ERIC",
@@ -28,6 +29,11 @@ DISPLAY_NAMES = {
     "seq2seq": "Seq2Seq",
 }
 MISSING = "–"
+REPORT_TRANSITIONS = 5  # pairs per ranking and variant
+TRANSITIONS_NOTE = ("On the training split: an entity's successive units in a text in which it is the planned "
+                    "entity and has a gold state (other units skipped). Confidence: the product of each unit's "
+                    "state-to-event cosine, averaged over the pair's transitions. Two examples per pair, the most "
+                    "confident, the entity highlighted.")
 ANALYSIS_COLUMNS = ("Mention control", "States used", "Top state", "Coherence", "Coherence (rand. states)",
                     "Reused mention", "Random name")
 
@@ -45,6 +51,7 @@ class ReportInputs:
     coherence: list[dict] = field(default_factory=list)  # rows: model, position, accuracy, count
     usage: dict[str, list[dict]] = field(default_factory=dict)  # variant -> state_usage rows
     about: list[str] = field(default_factory=list)  # lines: corpus, model size, budget, scoring
+    transitions: dict[str, list[dict]] = field(default_factory=dict)  # variant -> state_transitions rows
 
 
 def table_rows(inputs: ReportInputs) -> list[list[str]]:
@@ -104,6 +111,10 @@ def to_markdown(inputs: ReportInputs, plots: dict[str, str]) -> str:
              "(shares of placeholder occurrences).", ""]
     for title, name in plots.items():
         parts += [f"![{title}]({name})", ""]
+    if inputs.transitions:
+        parts += ["## State transitions (as the paper's Table 5)", "", TRANSITIONS_NOTE, ""]
+        for variant, rows in inputs.transitions.items():
+            parts += [f"### {display_name(variant)}", "", transitions_markdown(rows, REPORT_TRANSITIONS), ""]
     return "\n".join(parts)
 
 
@@ -115,7 +126,8 @@ def _html_table(header: list[str], rows: list[list[str]]) -> str:
 
 _STYLE = """body{font-family:sans-serif;max-width:75em;margin:2em auto}
 table{border-collapse:collapse;margin:1em 0}th,td{border:1px solid #ccc;padding:.25em .6em;text-align:right}
-th:first-child,td:first-child{text-align:left}img{max-width:48%;margin-right:1%}"""
+th:first-child,td:first-child{text-align:left}img{max-width:48%;margin-right:1%}
+.transitions td{text-align:left;vertical-align:top}.cos{color:#777;font-size:.85em}"""
 
 
 def to_html(inputs: ReportInputs, plots: dict[str, str]) -> str:
@@ -127,8 +139,17 @@ def to_html(inputs: ReportInputs, plots: dict[str, str]) -> str:
         "<h2>Automatic evaluation (as the paper's Table 2)</h2>",
         _html_table(["Model", *METRIC_NAMES], table_rows(inputs)),
         "<h2>Analyses</h2>", _html_table(["Model", *ANALYSIS_COLUMNS], analysis_rows(inputs)),
-        f"<div>{images}</div>", "</body></html>",
+        f"<div>{images}</div>", *_transitions_html(inputs), "</body></html>",
     ])
+
+
+def _transitions_html(inputs: ReportInputs) -> list[str]:
+    if not inputs.transitions:
+        return []
+    parts = ["<h2>State transitions (as the paper's Table 5)</h2>", f"<p>{html.escape(TRANSITIONS_NOTE)}</p>"]
+    for variant, rows in inputs.transitions.items():
+        parts += [f"<h3>{html.escape(display_name(variant))}</h3>", transitions_html(rows, REPORT_TRANSITIONS)]
+    return parts
 
 
 def write_report(inputs: ReportInputs, out_dir: str | Path) -> dict[str, Path]:

@@ -6,9 +6,12 @@
   gets its gold state (the event representation e_n from the sentence encoder,
   quantized to the nearest state); how many of the K states are used (paper: 501/512),
   the most used states and their shares.
+- State transitions (the paper's Table 5), from the same gold states: each entity's
+  successive states in a text, ranked by frequency and by transition confidence
+  (eric/evaluate/state_transitions.py).
 - State explorer: a plain HTML page listing, for each state, the training units whose
   event representations are nearest to it (highest cosine), as in the paper's case
-  tables.
+  tables, after the top transitions.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from tqdm.auto import tqdm
 
 from eric.data.collate import StageOneCollator
 from eric.data.schema import NONE_ENTITY, SENT_TOKEN
+from eric.evaluate.state_transitions import Transitions, transitions_html
 
 _PLACEHOLDER = re.compile(r"<e\d+>")
 
@@ -86,6 +90,7 @@ class StateUsage:
     num_states: int
     counts: list[int]  # units assigned to each state
     nearest: dict[int, list[UnitExample]] = field(default_factory=dict)  # best first
+    transitions: Transitions = field(default_factory=Transitions)  # of the same units
 
     @property
     def units(self) -> int:
@@ -128,8 +133,8 @@ def training_state_usage(
     per_state: int = 10,
     progress: bool = True,
 ) -> StateUsage:
-    """Gold states of the training units (p_n drawn as in training, seeded) and the
-    `per_state` units nearest to each state."""
+    """Gold states of the training units (p_n drawn as in training, seeded), the
+    `per_state` units nearest to each state and the state transitions of each text."""
     config = model.config
     if not config.use_state:
         raise ValueError("this variant has no state space")
@@ -140,28 +145,31 @@ def training_state_usage(
         vectors = model.state_space.lookup(torch.arange(config.num_states, device=model.device)).float().cpu()
     counts = [0] * config.num_states
     found: list[UnitExample] = []
+    transitions = Transitions()
     starts = range(0, len(rows), batch_size)
     for start in tqdm(starts, desc="training states", disable=not progress, unit="batch"):
         chunk = rows[start : start + batch_size]
         batch = {k: v.to(model.device) for k, v in collator(chunk).items()}
         state_ids, events = gold_states(model, batch)
-        found.extend(_examples(chunk, batch["entity_ids"].cpu(), state_ids.cpu(), events, vectors))
+        for units in _examples(chunk, batch["entity_ids"].cpu(), state_ids.cpu(), events, vectors):
+            found.extend(units)
+            transitions.add_text(units)
     for example in found:
         counts[example.state] += 1
-    return StateUsage(config.num_states, counts, _nearest(found, per_state))
+    return StateUsage(config.num_states, counts, _nearest(found, per_state), transitions)
 
 
-def _examples(rows, entity_ids, state_ids, events, vectors) -> list[UnitExample]:
-    units = state_ids.shape[1]
+def _examples(rows, entity_ids, state_ids, events, vectors) -> list[list[UnitExample]]:
+    """The units with a gold state, one list per row (text)."""
     events = events.float().cpu()
-    out = []
+    out: list[list[UnitExample]] = [[] for _ in rows]
     for b, n in (state_ids >= 0).nonzero().tolist():
         state = int(state_ids[b, n])
         cosine = float(events[b, n] @ vectors[state])
         row = rows[b]
         text = row["units"][n] if n < len(row["units"]) else ""
-        out.append(UnitExample(state, cosine, str(row.get("id")), str(row.get("title") or ""), n, text,
-                               f"<e{int(entity_ids[b, n]) - 1}>"))
+        out[b].append(UnitExample(state, cosine, str(row.get("id")), str(row.get("title") or ""), n, text,
+                                  f"<e{int(entity_ids[b, n]) - 1}>"))
     return out
 
 
@@ -197,11 +205,14 @@ def read_usage(path: str | Path) -> list[dict]:
 
 _STYLE = """body{font-family:sans-serif;max-width:60em;margin:2em auto;line-height:1.4}
 details{border-bottom:1px solid #ddd;padding:.3em 0}summary{cursor:pointer}
-mark{background:#ffe08a;padding:0 .15em}.cos{color:#777;font-size:.85em}li{margin:.2em 0}"""
+mark{background:#ffe08a;padding:0 .15em}.cos{color:#777;font-size:.85em}li{margin:.2em 0}
+table{border-collapse:collapse;margin:.5em 0 1em}th,td{border:1px solid #ccc;padding:.2em .5em;vertical-align:top}"""
+EXPLORER_TRANSITIONS = 10  # pairs per ranking on the explorer page
 
 
 def explorer_html(usage: StateUsage, title: str = "Entity states") -> str:
-    """Each used state (most used first) with its nearest training units; plain HTML."""
+    """The top state transitions, then each used state (most used first) with its
+    nearest training units; plain HTML."""
     total = usage.units or 1
     order = [s for s in sorted(range(usage.num_states), key=lambda s: (-usage.counts[s], s)) if usage.counts[s]]
     parts = [
@@ -210,6 +221,12 @@ def explorer_html(usage: StateUsage, title: str = "Entity states") -> str:
         f"<p>{usage.used} of {usage.num_states} states used by {usage.units} training units. "
         "Under each state: the units whose event representation is nearest to it (cosine), "
         "the entity whose state it is highlighted.</p>",
+        "<h2>State transitions</h2>",
+        "<p>An entity's successive units in a text in which it is the planned entity and has a "
+        "state (other units skipped); confidence: the product of each unit's state-to-event "
+        "cosine, averaged over the pair's transitions. Two examples each, most confident first.</p>",
+        transitions_html(usage.transitions.rows(), EXPLORER_TRANSITIONS, link_states=True),
+        "<h2>States</h2>",
     ]
     for s in order:
         parts.append(f"<details id='state-{s}'><summary><b>State {s}</b>: {usage.counts[s]} units "

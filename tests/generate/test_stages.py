@@ -11,6 +11,7 @@ import sample as sample_stage
 
 from eric.config import ParamsError
 from eric.evaluate.errors import EvaluationError
+from eric.evaluate.state_transitions import read_transitions
 from eric.generate.errors import SampleError
 from eric.generate.schema import read_metadata, read_samples
 from tests.generate.tiny import NUM_STATES
@@ -46,7 +47,10 @@ def test_evaluate_stage_writes_metrics_and_analyses(pipeline):
     assert set(saved["coherence"]) == {"eric", "eric (random states)"}
     assert saved["fallback"]["occurrences"] >= 0
     folder = root / "outputs" / "analysis"
-    assert {p.name for p in (folder / "eric").iterdir()} == {"coherence.csv", "state_usage.csv", "state_explorer.html"}
+    assert {p.name for p in (folder / "eric").iterdir()} == {"coherence.csv", "state_usage.csv",
+                                                             "state_transitions.csv", "state_explorer.html"}
+    moves = read_transitions(folder / "eric" / "state_transitions.csv")
+    assert saved["state_transitions"] == sum(r["count"] for r in moves) and saved["state_transition_pairs"] == len(moves)
     assert {p.name for p in (folder / "bart").iterdir()} == {"coherence.csv"}
     bart = metrics["bart"]
     assert set(bart["coherence"]) == {"bart"} and "states_used" not in bart and "mention_control" not in bart
@@ -55,7 +59,8 @@ def test_evaluate_stage_writes_metrics_and_analyses(pipeline):
 def test_report_has_every_variant_and_truth(pipeline):
     root, _, _, paths = pipeline
     markdown = (root / "reports" / "results.md").read_text()
-    for name in ("| ERIC |", "| BART |", "| Truth |", "coherence.png", "state_usage.png", "tiny preset"):
+    for name in ("| ERIC |", "| BART |", "| Truth |", "coherence.png", "state_usage.png", "tiny preset",
+                 "## State transitions"):
         assert name in markdown
     assert {p.name for p in (root / "reports").iterdir()} >= {"results.md", "results.html", "coherence.png",
                                                              "state_usage.png"}
