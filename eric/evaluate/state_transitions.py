@@ -12,7 +12,8 @@ Made from the gold states of the training units that `training_state_usage` comp
 - Confidence of a transition: cos(d_i, e_i) * cos(d_j, e_j), each unit's state vector
   against its own event representation e_n (the appendix: "the product of the cosine
   distances between the two state vectors to their respective event representations";
-  they are the similarities the nearest-state lookup maximizes).
+  they are the similarities the nearest-state lookup maximizes). Two negative cosines
+  (possible in an untrained space) give a positive product, as in the paper's formula.
 - Confidence of a pair (i -> j): the mean over its transitions. The paper does not say
   how transitions combine; the mean keeps rare and frequent pairs comparable. Ranking
   by confidence only considers pairs seen at least `MIN_COUNT` (2) times: a pair seen
