@@ -25,10 +25,25 @@ class Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class WorldParams(Section):
+    """`corpus.kind: world`: EntityWorld stories generated on the spot (eric/world)."""
+
+    seed: int = 42
+    stories: int = Field(3000, ge=1)
+    cast: tuple[int, int] = (3, 8)  # characters per story, inclusive range
+
+    @model_validator(mode="after")
+    def _check(self) -> "WorldParams":
+        if not 2 <= self.cast[0] <= self.cast[1] <= 20:
+            raise ValueError("cast must be [min, max] with 2 <= min <= max <= 20")
+        return self
+
+
 class CorpusParams(Section):
     name: str = "wikiplots-mini"
-    kind: Literal["wikiplots", "cnn", "jsonl"] = "wikiplots"
-    path: str = "../shared/data/wikiplots-mini/plots.zip"
+    kind: Literal["wikiplots", "cnn", "jsonl", "world"] = "wikiplots"
+    path: str = "../shared/data/wikiplots-mini/plots.zip"  # world: not read (a DVC dependency only)
+    world: WorldParams = WorldParams()
 
 
 class PreprocessParams(Section):

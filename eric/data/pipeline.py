@@ -85,6 +85,10 @@ def _tasks(stories: Iterator[RawStory], pp: PreprocessParams, skips: SkipCounter
 
 def run_preprocess(cfg: Params, progress: bool = True) -> PreprocessStats:
     corpus, pp = cfg.corpus, cfg.preprocess
+    if corpus.kind == "world":  # generated, not read: EntityWorld writes its own sets
+        from eric.world.corpus import write_world_corpus
+
+        return write_world_corpus(cfg, progress)
     started = time.perf_counter()
     skips = SkipCounter()
     stories = read_corpus(corpus.kind, resolve_path(corpus.path), skips)

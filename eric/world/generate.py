@@ -1,0 +1,138 @@
+"""EntityWorld stories: a scene, then events whose preconditions all hold.
+
+    story = generate_story(random.Random(seed), "world-0", cast=(3, 8), events=15)
+
+Sentence 1 (the input) sets the scene: who is where, who carries what. Sentences
+2..16 are events. Each step picks the actor first, favouring characters not
+mentioned for a while (long-range tracking), then an event type among those allowed
+for them, weighted towards events that change states (EVENT_TYPES weights), then the
+other arguments uniformly. Deterministic given the Random it is handed.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from eric.world.names import FIRST_NAMES, ITEMS, PLACES, SURNAMES
+from eric.world.phrasings import PLACEHOLDER, render_event, render_scene, tag
+from eric.world.world import EVENT_TYPES, Character, Event, World, apply, new_world, violations
+
+FAMILY_SHARE = 0.3  # chance that a character takes the surname of an earlier one
+STALENESS_POWER = 1.5  # actor weight = (1 + units since last mentioned) ** power
+MAX_TRIES = 100  # a story in which everyone dies early is drawn again
+
+
+class WorldError(ValueError):
+    """EntityWorld was asked for something it cannot generate."""
+
+
+@dataclass(frozen=True)
+class Story:
+    id: str
+    scene: str  # the input sentence, with names
+    cast: list[str]  # full names; index k is <ek>
+    units: list[str]  # the target units, with placeholders
+    events: list[Event]
+    states: list[list[dict]]  # after each unit: every character's state (World.snapshot)
+
+    @property
+    def focal(self) -> list[str]:
+        return [tag(e.a) for e in self.events]
+
+    def mentions(self) -> list[tuple[str, str]]:
+        """(placeholder, mention) in text order: the full name first, then the first name."""
+        seen: set[str] = set()
+        out = []
+        for unit in self.units:
+            for m in PLACEHOLDER.finditer(unit):
+                name = self.cast[int(m.group(1))]
+                out.append((m.group(0), name.split()[0] if m.group(0) in seen else name))
+                seen.add(m.group(0))
+        return out
+
+
+def draw_world(rng: random.Random, cast: tuple[int, int]) -> World:
+    n = rng.randint(*cast)
+    firsts = rng.sample(FIRST_NAMES, n)
+    surnames: list[str] = []
+    for _ in range(n):
+        family = surnames and rng.random() < FAMILY_SHARE
+        surnames.append(rng.choice(surnames) if family else rng.choice(SURNAMES))
+    places = rng.sample(PLACES, rng.randint(2, min(4, n)))
+    # every place has someone, so that the scene names it
+    spots = places + [rng.choice(places) for _ in range(n - len(places))]
+    rng.shuffle(spots)
+    people = [Character(f"{f} {s}", p) for f, s, p in zip(firsts, surnames, spots)]
+    people.sort(key=lambda c: places.index(c.location))  # cast order = scene order
+    items: dict[str, str | None] = {}
+    for item in rng.sample(ITEMS, rng.randint(1, 3)):
+        free = [c for c in people if c.holds is None]
+        if free and rng.random() < 0.4:
+            rng.choice(free).holds = item
+            items[item] = None
+        else:
+            items[item] = rng.choice(places)
+    return new_world(places, people, items)
+
+
+def allowed_events(w: World, actor: int) -> list[Event]:
+    """Every event with `actor` as its actor that breaks no rule."""
+    n = len(w.characters)
+    out = []
+    for kind, spec in EVENT_TYPES.items():
+        others = [b for b in range(n) if b != actor] if "b" in spec.roles else [None]
+        places = w.places if "p" in spec.roles else [None]
+        items = list(w.items) if "i" in spec.roles else [None]
+        for b in others:
+            for place in places:
+                for item in items:
+                    event = Event(kind, actor, b, place, item)
+                    if not violations(w, event):
+                        out.append(event)
+    return out
+
+
+def _next_event(w: World, rng: random.Random, step: int, last_seen: list[int]) -> Event | None:
+    actors = [k for k, c in enumerate(w.characters) if c.condition != "dead"]
+    while actors:
+        weights = [(1 + step - last_seen[k]) ** STALENESS_POWER for k in actors]
+        actor = rng.choices(actors, weights)[0]
+        options = allowed_events(w, actor)
+        if options:
+            kinds = sorted({e.kind for e in options}, key=list(EVENT_TYPES).index)
+            kind = rng.choices(kinds, [EVENT_TYPES[k].weight for k in kinds])[0]
+            return rng.choice([e for e in options if e.kind == kind])
+        actors.remove(actor)
+    return None
+
+
+def generate_story(rng: random.Random, story_id: str, cast: tuple[int, int] = (3, 8), events: int = 15) -> Story:
+    if not 2 <= cast[0] <= cast[1] or events < 1:
+        raise WorldError(f"cannot generate a story with cast {cast} and {events} events")
+    for _ in range(MAX_TRIES):
+        w = draw_world(rng, cast)
+        scene, names = render_scene(w), [c.name for c in w.characters]
+        last_seen = [0] * len(names)
+        units, drawn, states = [], [], []
+        for step in range(1, events + 1):
+            event = _next_event(w, rng, step, last_seen)
+            if event is None:
+                break
+            units.append(render_event(event, rng))
+            apply(w, event)
+            drawn.append(event)
+            states.append(w.snapshot())
+            for k in (event.a, event.b):
+                if k is not None:
+                    last_seen[k] = step
+        if len(units) == events:
+            return Story(story_id, scene, names, units, drawn, states)
+    raise WorldError(f"{story_id}: no story of {events} events after {MAX_TRIES} draws")
+
+
+def generate_stories(seed: int, count: int, cast: tuple[int, int] = (3, 8), events: int = 15):
+    """`count` stories, one Random per corpus: the same seed gives the same corpus."""
+    rng = random.Random(seed)
+    for i in range(count):
+        yield generate_story(rng, f"world-{seed}-{i:06d}", cast, events)
