@@ -23,35 +23,61 @@ def _fail(message: str) -> None:
     raise typer.Exit(code=2)
 
 
+def _absolute(path: str | None) -> str | None:
+    """A path argument, relative to the current folder (not the project root)."""
+    return str(Path(path).expanduser().absolute()) if path is not None else None
+
+
 @app.command()
 def preprocess(
-    params: Path = typer.Option(Path("params.yaml"), help="params.yaml to read"),
+    params: Optional[Path] = typer.Option(
+        None, help="params.yaml to read [default: ./params.yaml if there is one, else built-in defaults]"
+    ),
     corpus: Optional[str] = typer.Option(None, help="override corpus.path"),
     kind: Optional[str] = typer.Option(None, help="override corpus.kind (wikiplots|cnn|jsonl)"),
-    name: Optional[str] = typer.Option(None, help="override corpus.name (labels stats and runs)"),
+    name: Optional[str] = typer.Option(None, help="override corpus.name [default with --corpus: its file name]"),
     out_dir: Optional[str] = typer.Option(None, help="override preprocess.out_dir"),
     max_stories: Optional[int] = typer.Option(None, help="only the first N stories"),
+    propagate_mentions: Optional[bool] = typer.Option(
+        None, "--propagate-mentions/--no-propagate-mentions", help="override preprocess.propagate_mentions"
+    ),
+    overwrite: bool = typer.Option(False, help="replace an out-dir that eric preprocess did not write"),
 ) -> None:
-    """Corpus -> units -> anonymized stage-one/stage-two examples in Parquet."""
-    from eric.config import ParamsError, load_params
-    from eric.data.errors import CorpusError
+    """Corpus -> units -> anonymized stage-one/stage-two examples in Parquet.
+
+    Path arguments are relative to the current folder; paths inside a params file
+    are relative to the project root."""
+    from eric.config import ParamsError, default_params, load_params
+    from eric.data.errors import CorpusError, OutputError
     from eric.data.pipeline import run_preprocess
 
+    if params is None and Path("params.yaml").is_file():
+        params = Path("params.yaml")
+    if corpus is not None and name is None:
+        name = Path(corpus).name.split(".")[0] or None
     overrides = {
         k: v
         for k, v in {
-            "corpus.path": corpus,
+            "corpus.path": _absolute(corpus),
             "corpus.kind": kind,
             "corpus.name": name,
-            "preprocess.out_dir": out_dir,
+            "preprocess.out_dir": _absolute(out_dir),
             "preprocess.max_stories": max_stories,
+            "preprocess.propagate_mentions": propagate_mentions,
         }.items()
         if v is not None
     }
     try:
-        cfg = load_params(params, overrides)
-        stats = run_preprocess(cfg)
-    except (ParamsError, CorpusError) as exc:
+        if params is not None:
+            cfg = load_params(params, overrides)
+            protect = {"the params file": params}
+        else:  # outside a project: defaults, their relative paths against the current folder
+            defaults = default_params()
+            overrides.setdefault("corpus.path", _absolute(defaults.corpus.path))
+            overrides.setdefault("preprocess.out_dir", _absolute(defaults.preprocess.out_dir))
+            cfg, protect = default_params(overrides), {}
+        stats = run_preprocess(cfg, overwrite=overwrite, protect=protect)
+    except (ParamsError, CorpusError, OutputError) as exc:
         _fail(str(exc))
     typer.echo(stats.summary())
 

@@ -7,10 +7,12 @@ A Prefect flow (`stage-preprocess`, see stages/_flow.py) of three tasks.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from _flow import run_stage, stage_flow, stage_task
 
 from eric.config import Params, ParamsError, load_params
-from eric.data.errors import CorpusError
+from eric.data.errors import CorpusError, OutputError
 from eric.data.pipeline import run_preprocess
 from eric.data.stats import PreprocessStats
 
@@ -21,9 +23,9 @@ def read_params(params_path: str) -> Params:
 
 
 @stage_task
-def build_examples(cfg: Params) -> PreprocessStats:
+def build_examples(cfg: Params, params_path: str) -> PreprocessStats:
     """Read, segment, anonymize, split; write the Parquet sets and stats.json."""
-    return run_preprocess(cfg)
+    return run_preprocess(cfg, protect={"the params file": Path(params_path)})
 
 
 @stage_task
@@ -34,8 +36,8 @@ def summarize(stats: PreprocessStats) -> dict:
 
 @stage_flow("preprocess")
 def run(params_path: str = "params.yaml") -> dict:
-    return summarize(build_examples(read_params(params_path)))
+    return summarize(build_examples(read_params(params_path), params_path))
 
 
 if __name__ == "__main__":
-    run_stage(run, ParamsError, CorpusError)
+    run_stage(run, ParamsError, CorpusError, OutputError)

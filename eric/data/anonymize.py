@@ -4,7 +4,13 @@ Placeholders are numbered by first occurrence in the target. Merge rule (paper a
 authors' code): a new entity string reuses the placeholder of the FIRST earlier
 entity string that contains it or is contained in it (case-sensitive substring),
 so "Ash" after "Ash Williams" is `<e0>` too. Only spans the tagger found are
-replaced; an untagged later mention of a name stays text.
+replaced; an untagged later mention of a name stays text (the paper's behaviour).
+
+Names left behind are counted (`names_left`): occurrences, in the plain text of the
+target, of a name the tagger found somewhere in the story (exact string, word-
+bounded). With `propagate`, such an occurrence AFTER the name's first tagged one
+gets the name's placeholder too (`propagated`); earlier ones stay text, so that
+placeholders keep their first-occurrence numbering.
 
 Cap: at most `max_entities` distinct placeholders per story (the paper's 100).
 Decision: a span that would need placeholder number `max_entities` or above is
@@ -14,6 +20,7 @@ dropping it would bias the corpus against the most entity-rich stories.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from eric.data.schema import placeholder
@@ -33,6 +40,8 @@ class Anonymized:
     mentions: list[tuple[str, str]]  # (placeholder, surface text) in text order
     n_entities: int
     over_cap_mentions: int = 0
+    propagated: int = 0  # plain-text occurrences given a placeholder (propagate=True)
+    names_left: int = 0  # occurrences of tagged names still plain text
 
 
 @dataclass
@@ -62,21 +71,59 @@ class PlaceholderTable:
         return tag
 
 
-def anonymize(units: list[str], spans: list[list[Span]], max_entities: int) -> Anonymized:
+def _names_pattern(names: list[str]) -> re.Pattern | None:
+    """Any of `names`, whole words only, the longest first ("Ash Williams" before "Ash")."""
+    if not names:
+        return None
+    alternation = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    return re.compile(rf"(?<!\w)(?:{alternation})(?!\w)")
+
+
+def _gaps(replaced: list[tuple], length: int):
+    """Character ranges of a unit outside its replaced spans (sorted by start)."""
+    cursor = 0
+    for start, end, *_ in replaced:
+        yield cursor, start
+        cursor = end
+    yield cursor, length
+
+
+def anonymize(
+    units: list[str], spans: list[list[Span]], max_entities: int, propagate: bool = False
+) -> Anonymized:
     """Replace entity spans in every unit; spans per unit must not overlap."""
     table = PlaceholderTable(max_entities)
     out = Anonymized(units=[], unit_entities=[], mentions=[], n_entities=0)
-    for unit, unit_spans in zip(units, spans):
-        pieces, tags, cursor = [], [], 0
+    tagged: list[list[tuple[int, int, str, str]]] = []  # per unit: (start, end, tag, text)
+    first_tagged: dict[str, tuple[int, int]] = {}  # name -> (unit, start) of its first span
+    for index, unit_spans in enumerate(spans[: len(units)]):
+        found = []
         for span in sorted(unit_spans, key=lambda s: s.start):
             tag = table.assign(span.text)
             if tag is None:
                 out.over_cap_mentions += 1
                 continue
-            pieces += [unit[cursor : span.start], tag]
-            cursor = span.end
+            first_tagged.setdefault(span.text, (index, span.start))
+            found.append((span.start, span.end, tag, span.text))
+        tagged.append(found)
+    names = _names_pattern(list(first_tagged))
+    tag_of = dict(table.strings)
+    for index, (unit, found) in enumerate(zip(units, tagged)):
+        replaced = list(found)
+        for gap_start, gap_end in _gaps(found, len(unit)) if names else ():
+            for match in names.finditer(unit, gap_start, gap_end):
+                name = match.group()
+                if propagate and first_tagged[name] < (index, match.start()):
+                    replaced.append((match.start(), match.end(), tag_of[name], name))
+                    out.propagated += 1
+                else:
+                    out.names_left += 1
+        pieces, tags, cursor = [], [], 0
+        for start, end, tag, text in sorted(replaced):
+            pieces += [unit[cursor:start], tag]
+            cursor = end
             tags.append(tag)
-            out.mentions.append((tag, span.text))
+            out.mentions.append((tag, text))
         pieces.append(unit[cursor:])
         out.units.append("".join(pieces))
         out.unit_entities.append(tags)

@@ -22,3 +22,7 @@ class SkipCounter(Counter):
 
     def as_dict(self) -> dict[str, int]:
         return dict(sorted(self.items()))
+
+
+class OutputError(ValueError):
+    """The output folder cannot be written safely (not ours, a file, holds the corpus...)."""

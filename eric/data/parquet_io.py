@@ -2,18 +2,18 @@
 
 Rows are buffered and flushed in row groups so a full corpus never sits in memory.
 Every split file is written even when empty, so later stages can rely on it.
-Output goes to a sibling temporary folder that replaces the target at the end:
+Output goes to a staging folder that replaces the target at the end (outdir.py):
 an interrupted run never leaves a half-written dataset behind.
 """
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from eric.data.outdir import Staging
 from eric.data.schema import SPLITS, STAGE_ONE, STAGE_TWO
 
 ROW_GROUP = 2048
@@ -45,27 +45,29 @@ class SplitWriter:
 
 
 class DatasetWriter:
-    """stage_one/ and stage_two/ Parquet files under `out_dir`, swapped in atomically."""
+    """stage_one/ and stage_two/ Parquet files (and `folder` for more), swapped in as `out_dir`."""
 
     def __init__(self, out_dir: Path):
         self.out_dir = out_dir
-        self.tmp_dir = out_dir.with_name(out_dir.name + ".tmp")
-        shutil.rmtree(self.tmp_dir, ignore_errors=True)
-        self.stage_one = SplitWriter(self.tmp_dir / "stage_one", STAGE_ONE)
-        self.stage_two = SplitWriter(self.tmp_dir / "stage_two", STAGE_TWO)
+        self.staging = Staging(out_dir)
+        self.folder = self.staging.path
+        try:
+            self.stage_one = SplitWriter(self.folder / "stage_one", STAGE_ONE)
+            self.stage_two = SplitWriter(self.folder / "stage_two", STAGE_TWO)
+        except BaseException:
+            self.staging.abort()
+            raise
 
     def commit(self) -> Path:
         self.stage_one.close()
         self.stage_two.close()
-        shutil.rmtree(self.out_dir, ignore_errors=True)
-        self.tmp_dir.rename(self.out_dir)
-        return self.out_dir
+        return self.staging.commit()
 
     def abort(self) -> None:
         for writer in (self.stage_one, self.stage_two):
             for w in writer.writers.values():
                 w.close()
-        shutil.rmtree(self.tmp_dir, ignore_errors=True)
+        self.staging.abort()
 
 
 def read_split(out_dir: Path, stage: str, split: str) -> pa.Table:

@@ -1,8 +1,9 @@
 """The preprocess stage: corpus -> units -> anonymized examples -> Parquet + stats.
 
-    read_corpus  ->  to_nlp_task (clean, pre-checks)  ->  spaCy nlp.pipe (batched,
-    n_process)  ->  segment (units + entity spans)  ->  anonymize  ->  examples
-    ->  split by title hash  ->  Parquet writers, stats.json
+    check out_dir  ->  read_corpus  ->  to_nlp_task (clean, pre-checks)  ->  skip
+    duplicates  ->  spaCy nlp.pipe (batched, n_process)  ->  segment (units + entity
+    spans)  ->  skip duplicate examples  ->  anonymize  ->  examples  ->  split by
+    title hash  ->  Parquet writers, stats.json  ->  swap into out_dir
 
 Every story either becomes an example or is skipped with a reason.
 """
@@ -13,20 +14,30 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import islice
+from pathlib import Path
 
 from tqdm import tqdm
 
 from eric.config import Params, PreprocessParams, resolve_path
 from eric.data.anonymize import anonymize
 from eric.data.clean import clean_markup
+from eric.data.dedupe import Deduper
 from eric.data.errors import SkipCounter
 from eric.data.examples import stage_one_row, stage_two_row
 from eric.data.nlp import load_pipeline
+from eric.data.outdir import check_out_dir
 from eric.data.parquet_io import DatasetWriter
 from eric.data.readers import RawStory, read_corpus
 from eric.data.segment import Segmented, clean_units, join_units, sentence_offsets, spans_by_unit
 from eric.data.split import assign_split
 from eric.data.stats import PreprocessStats
+
+ERIC_PACKAGE = Path(__file__).resolve().parent.parent
+
+
+# Raw text is cut to this many times the character budget BEFORE markup cleaning:
+# cleaning stays bounded per story, and markup rarely shrinks a text 8-fold.
+MARKUP_HEADROOM = 8
 
 
 @dataclass(frozen=True)
@@ -51,10 +62,12 @@ def to_nlp_task(story: RawStory, pp: PreprocessParams, skips: SkipCounter) -> tu
             return skips.skip("unit_too_long")
         text, _ = join_units(units[1:])
         return text, Task(story, tuple(units))
-    text = clean_markup(story.text or "")
+    raw = story.text or ""
+    headroom = pp.raw_char_budget * MARKUP_HEADROOM
+    text = clean_markup(raw[:headroom])
     if not text:
         return skips.skip("empty_text")
-    truncated = len(text) > pp.raw_char_budget
+    truncated = len(raw) > headroom or len(text) > pp.raw_char_budget
     return text[: pp.raw_char_budget], Task(story, None, truncated)
 
 
@@ -76,14 +89,23 @@ def segment(doc, task: Task, pp: PreprocessParams, skips: SkipCounter) -> Segmen
     return Segmented(units[0], units[1:], spans_by_unit(doc, offsets[1:], labels))
 
 
-def _tasks(stories: Iterator[RawStory], pp: PreprocessParams, skips: SkipCounter):
+def _tasks(stories: Iterator[RawStory], pp: PreprocessParams, skips: SkipCounter, dedupe: Deduper):
     for story in stories:
         item = to_nlp_task(story, pp, skips)
-        if item is not None:
-            yield item
+        if item is None:
+            continue
+        text, task = item
+        if dedupe.story(story.id, "\n".join(task.units) if task.units else text):
+            skips.skip("duplicate")
+            continue
+        yield item
 
 
-def run_preprocess(cfg: Params, progress: bool = True) -> PreprocessStats:
+def run_preprocess(
+    cfg: Params, progress: bool = True, overwrite: bool = False, protect: dict[str, Path] | None = None
+) -> PreprocessStats:
+    """Write the example sets; `overwrite` allows replacing an out-dir eric did not
+    write; `protect` names more paths the out-dir must not hold (the params file)."""
     corpus, pp = cfg.corpus, cfg.preprocess
     if corpus.kind == "world":  # generated, not read: EntityWorld writes its own sets
         from eric.world.corpus import write_world_corpus
@@ -91,32 +113,38 @@ def run_preprocess(cfg: Params, progress: bool = True) -> PreprocessStats:
         return write_world_corpus(cfg, progress)
     started = time.perf_counter()
     skips = SkipCounter()
-    stories = read_corpus(corpus.kind, resolve_path(corpus.path), skips)
+    corpus_path = resolve_path(corpus.path)
+    protected = {"the corpus": corpus_path, "the current folder": Path.cwd(), "the eric package": ERIC_PACKAGE}
+    out_dir = check_out_dir(resolve_path(pp.out_dir), overwrite, {**protected, **(protect or {})})
+    stories = read_corpus(corpus.kind, corpus_path, skips)
     if pp.max_stories:
         stories = islice(stories, pp.max_stories)
     nlp = load_pipeline(split_sentences=corpus.kind != "wikiplots")
-    docs = nlp.pipe(_tasks(stories, pp, skips), as_tuples=True, n_process=pp.n_process, batch_size=pp.batch_size)
-    stats = PreprocessStats(corpus=corpus.name)
-    out_dir = resolve_path(pp.out_dir)
+    dedupe = Deduper()
+    tasks = _tasks(stories, pp, skips, dedupe)
+    docs = nlp.pipe(tasks, as_tuples=True, n_process=pp.n_process, batch_size=pp.batch_size)
+    stats = PreprocessStats(corpus=corpus.name, propagate_mentions=pp.propagate_mentions)
     writer = DatasetWriter(out_dir)
     try:
         for doc, task in tqdm(docs, desc=f"preprocess {corpus.name}", unit="story", disable=not progress):
-            _write_example(doc, task, pp, skips, writer, stats)
+            _write_example(doc, task, pp, skips, dedupe, writer, stats)
+        stats.skipped = skips.as_dict()
+        stats.seconds = time.perf_counter() - started
+        stats.write(writer.folder / "stats.json")
     except BaseException:
         writer.abort()
         raise
     writer.commit()
-    stats.skipped = skips.as_dict()
-    stats.seconds = time.perf_counter() - started
-    stats.write(out_dir / "stats.json")
     return stats
 
 
-def _write_example(doc, task: Task, pp: PreprocessParams, skips, writer: DatasetWriter, stats) -> None:
+def _write_example(doc, task: Task, pp: PreprocessParams, skips, dedupe: Deduper, writer: DatasetWriter, stats) -> None:
     seg = segment(doc, task, pp, skips)
     if seg is None:
         return
-    anon = anonymize(seg.units, seg.spans, pp.max_entities)
+    if dedupe.example(seg.input, *seg.units):
+        return skips.skip("duplicate")
+    anon = anonymize(seg.units, seg.spans, pp.max_entities, propagate=pp.propagate_mentions)
     story = task.story
     split = assign_split(story.title or story.id, pp.split_ratio)
     row = stage_one_row(story.id, story.title, seg.input, anon)
@@ -124,6 +152,9 @@ def _write_example(doc, task: Task, pp: PreprocessParams, skips, writer: Dataset
     two = stage_two_row(row, pp.stage_two_separator)
     if two is not None:
         writer.stage_two.write(split, two)
-    stats.splits[split].add(seg.input, " ".join(seg.units), len(seg.units), anon.n_entities)
+    stats.splits[split].add(
+        seg.input, " ".join(seg.units), len(seg.units), anon.n_entities,
+        mentions=len(anon.mentions), propagated=anon.propagated, names_left=anon.names_left,
+    )
     stats.over_cap_mentions += anon.over_cap_mentions
     stats.stories_over_cap += anon.over_cap_mentions > 0

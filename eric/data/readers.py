@@ -7,11 +7,15 @@ pipeline can report stories in = examples out + skipped.
 
 from __future__ import annotations
 
+import bz2
+import codecs
 import gzip
 import io
 import json
+import lzma
 import tarfile
 import zipfile
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,9 +43,43 @@ def read_corpus(kind: str, path: Path, skips: SkipCounter) -> Iterator[RawStory]
     return readers[kind](path, skips)
 
 
+# What a file is, from its first bytes, so a wrong or damaged input is named.
+_MAGIC = [
+    (b"\x1f\x8b", "gzip"),
+    (b"BZh", "bz2"),
+    (b"\xfd7zXZ\x00", "xz"),
+    (b"PK", "zip"),
+    (codecs.BOM_UTF32_LE, "UTF-32"),  # before UTF-16: its BOM starts the same way
+    (codecs.BOM_UTF32_BE, "UTF-32"),
+    (codecs.BOM_UTF16_LE, "UTF-16"),
+    (codecs.BOM_UTF16_BE, "UTF-16"),
+]
+# errors of a damaged archive or compressed stream (zlib.error is not an OSError)
+READ_ERRORS = (OSError, EOFError, zlib.error, lzma.LZMAError, zipfile.BadZipFile, tarfile.TarError)
+
+
+def sniff(head: bytes) -> str | None:
+    """The format named by a file's first 512 bytes, or None (plain text, or unknown)."""
+    if head[257:262] == b"ustar":
+        return "tar"
+    return next((name for magic, name in _MAGIC if head.startswith(magic)), None)
+
+
+def file_format(path: Path) -> str | None:
+    with path.open("rb") as f:
+        return sniff(f.read(512))
+
+
+def _wide_encoding(head: bytes) -> str | None:
+    """'utf-16' / 'utf-32' when `head` starts with their byte-order mark."""
+    found = sniff(head)
+    return found.lower() if found in ("UTF-16", "UTF-32") else None
+
+
 def _decode(raw: bytes) -> str | None:
+    """UTF-8 (a BOM is dropped), or UTF-16/32 with a BOM; None if not decodable."""
     try:
-        return raw.decode("utf-8")
+        return raw.decode(_wide_encoding(raw[:4]) or "utf-8-sig")
     except UnicodeDecodeError:
         return None
 
@@ -59,10 +97,15 @@ def _wikiplots_files(path: Path) -> tuple[callable, bytes]:
             raise CorpusError(f"{path}: WikiPlots 'titles' file is missing")
         return (lambda: plots.open("rb")), titles.read_bytes()
     if not zipfile.is_zipfile(path):
+        found = file_format(path)
         raise CorpusError(
-            f"{path}: not a WikiPlots corpus (expected plots.zip or a folder with plots + titles)"
+            f"{path}: {f'a {found} file, ' if found else ''}not a WikiPlots corpus "
+            "(expected plots.zip or a folder with plots + titles)"
         )
-    archive = zipfile.ZipFile(path)
+    try:
+        archive = zipfile.ZipFile(path)
+    except READ_ERRORS as exc:
+        raise CorpusError(f"{path}: corrupted zip archive ({exc})") from None
     members = {Path(n).name: n for n in archive.namelist() if not n.endswith("/")}
     if "plots" not in members:
         raise CorpusError(f"{path}: zip has no 'plots' member (is corpus.kind right?)")
@@ -84,9 +127,29 @@ def _split_stories(lines: Iterator[bytes]) -> Iterator[list[bytes]]:
         yield story
 
 
+def _check_utf8(path: Path, name: str, head: bytes) -> None:
+    wide = _wide_encoding(head)
+    if wide:
+        raise CorpusError(
+            f"{path}: '{name}' is {wide.upper()} text; WikiPlots files must be UTF-8 "
+            f"(convert: iconv -f {wide.upper()} -t UTF-8)"
+        )
+
+
 def read_wikiplots(path: Path, skips: SkipCounter) -> Iterator[RawStory]:
+    try:
+        yield from _read_wikiplots(path, skips)
+    except READ_ERRORS as exc:
+        where = "zip archive" if path.is_file() else "WikiPlots folder"
+        raise CorpusError(f"{path}: corrupted or unreadable {where} ({exc})") from None
+
+
+def _read_wikiplots(path: Path, skips: SkipCounter) -> Iterator[RawStory]:
     open_plots, titles_raw = _wikiplots_files(path)
-    titles = titles_raw.decode("utf-8", errors="replace").splitlines()
+    _check_utf8(path, "titles", titles_raw[:4])
+    titles = titles_raw.decode("utf-8-sig", errors="replace").splitlines()
+    with open_plots() as f:
+        _check_utf8(path, "plots", f.read(4))
     with open_plots() as f:
         n_stories = sum(1 for _ in _split_stories(f))
     if n_stories == 0:
@@ -122,8 +185,18 @@ def _cnn_sources(path: Path) -> Iterator[tuple[str, bytes]]:
         for file in files:
             yield file.stem, file.read_bytes()
         return
-    if not tarfile.is_tarfile(path):
-        raise CorpusError(f"{path}: not a CNN corpus (expected a folder of .story files or a .tgz)")
+    try:
+        is_tar = tarfile.is_tarfile(path)
+    except READ_ERRORS:
+        is_tar = False
+    if not is_tar:
+        found = file_format(path)
+        if found in ("gzip", "bz2", "xz"):  # a compressed file that is no tar: damaged, or not CNN
+            raise CorpusError(f"{path}: a {found} file that holds no readable tar archive (corrupted, or not CNN)")
+        raise CorpusError(
+            f"{path}: {f'a {found} file, ' if found else ''}not a CNN corpus "
+            "(expected a folder of .story files or a .tgz)"
+        )
     with tarfile.open(path) as tar:
         found = False
         for member in tar:
@@ -135,6 +208,13 @@ def _cnn_sources(path: Path) -> Iterator[tuple[str, bytes]]:
 
 
 def read_cnn(path: Path, skips: SkipCounter) -> Iterator[RawStory]:
+    try:
+        yield from _read_cnn(path, skips)
+    except READ_ERRORS as exc:
+        raise CorpusError(f"{path}: corrupted or unreadable archive ({exc})") from None
+
+
+def _read_cnn(path: Path, skips: SkipCounter) -> Iterator[RawStory]:
     for story_id, raw in _cnn_sources(path):
         text = _decode(raw)
         if text is None:
@@ -143,43 +223,55 @@ def read_cnn(path: Path, skips: SkipCounter) -> Iterator[RawStory]:
         yield RawStory(id=story_id, title=story_id, text=_cnn_text(text))
 
 
-# --- JSONL: {"text": ..., "id"?: ..., "title"?: ...} per line, optionally gzipped
+# --- JSONL: {"text": ..., "id"?: ..., "title"?: ...} per line; plain, gzip, bz2 or xz;
+# UTF-8, or UTF-16/32 with a byte-order mark
+
+_DECOMPRESS = {"gzip": gzip.open, "bz2": bz2.open, "xz": lzma.open}
 
 
-def _open_jsonl(path: Path):
-    if path.is_dir():
-        raise CorpusError(f"{path}: is a folder, expected a .jsonl or .jsonl.gz file")
-    with path.open("rb") as probe:
-        magic = probe.read(4)
-    if magic.startswith(b"PK"):
-        raise CorpusError(f"{path}: is a zip archive, not JSONL (is corpus.kind right?)")
-    if magic.startswith(b"\x1f\x8b"):
-        return gzip.open(path, "rb")
-    return path.open("rb")
+def _open_jsonl(path: Path, found: str | None):
+    if found in ("zip", "tar"):
+        raise CorpusError(f"{path}: is a {found} archive, not JSONL (is corpus.kind right?)")
+    return _DECOMPRESS.get(found, open)(path, "rb")
+
+
+def _text_lines(stream) -> Iterator[str | None]:
+    """Lines as text (None: a line that is not UTF-8). UTF-8 is decoded line by line,
+    so one bad line is one counted skip; UTF-16/32 (BOM) is decoded as a stream."""
+    buffered = io.BufferedReader(stream)
+    wide = _wide_encoding(buffered.peek(4)[:4])
+    if wide:
+        yield from io.TextIOWrapper(buffered, encoding=wide)
+        return
+    for raw in buffered:
+        yield _decode(raw)
 
 
 def read_jsonl(path: Path, skips: SkipCounter) -> Iterator[RawStory]:
+    if path.is_dir():
+        raise CorpusError(f"{path}: is a folder, expected a .jsonl or .jsonl.gz file")
+    found = file_format(path)
     good = bad = 0
-    with _open_jsonl(path) as f:
-        try:
-            for number, raw in enumerate(io.BufferedReader(f), start=1):
-                if not raw.strip():
+    try:
+        with _open_jsonl(path, found) as f:
+            for number, line in enumerate(_text_lines(f), start=1):
+                if line is not None and not line.strip():
                     continue
-                story = _jsonl_story(raw, number, skips)
+                story = _jsonl_story(line, number, skips)
                 if story is None:
                     bad += 1
                     continue
                 good += 1
                 yield story
-        except (OSError, EOFError) as exc:
-            raise CorpusError(f"{path}: unreadable ({exc})") from None
+    except (*READ_ERRORS, UnicodeDecodeError) as exc:
+        damaged = f"corrupted {found} data" if found in _DECOMPRESS else f"unreadable {found or 'text'} file"
+        raise CorpusError(f"{path}: {damaged} ({exc})") from None
     if good == 0:
         hint = " (no line is a JSON object with 'text': is corpus.kind right?)" if bad else ""
         raise CorpusError(f"{path}: holds no stories{hint}")
 
 
-def _jsonl_story(raw: bytes, number: int, skips: SkipCounter) -> RawStory | None:
-    line = _decode(raw)
+def _jsonl_story(line: str | None, number: int, skips: SkipCounter) -> RawStory | None:
     if line is None:
         skips.skip("invalid_utf8")
         return None

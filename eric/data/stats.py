@@ -2,6 +2,10 @@
 
 Lengths count NLTK WordPunct tokens, as the paper does: input = unit 1, output =
 the target units with their original names (before anonymization).
+
+Mention coverage, per split (counts, not means): `mentions` replaced by a placeholder
+(`propagated` of them by `preprocess.propagate_mentions`), and `names_left`, the
+occurrences of a story's tagged names still plain text in its target.
 """
 
 from __future__ import annotations
@@ -29,14 +33,23 @@ class SplitStats:
     output_tokens: int = 0
     units: int = 0
     entities: int = 0
+    mentions: int = 0
+    propagated: int = 0
+    names_left: int = 0
 
-    def add(self, input_text: str, output_text: str, n_units: int, n_entities: int) -> None:
+    def add(
+        self, input_text: str, output_text: str, n_units: int, n_entities: int,
+        mentions: int = 0, propagated: int = 0, names_left: int = 0,
+    ) -> None:
         self.examples += 1
         self.stage_two_examples += n_entities > 0
         self.input_tokens += count_tokens(input_text)
         self.output_tokens += count_tokens(output_text)
         self.units += n_units
         self.entities += n_entities
+        self.mentions += mentions
+        self.propagated += propagated
+        self.names_left += names_left
 
     def table_row(self) -> dict:
         n = max(self.examples, 1)
@@ -47,6 +60,9 @@ class SplitStats:
             "output_len": round(self.output_tokens / n, 1),
             "units": round(self.units / n, 1),
             "entities": round(self.entities / n, 1),
+            "mentions": self.mentions,
+            "propagated": self.propagated,
+            "names_left": self.names_left,
         }
 
 
@@ -57,6 +73,7 @@ class PreprocessStats:
     skipped: dict[str, int] = field(default_factory=dict)
     over_cap_mentions: int = 0
     stories_over_cap: int = 0
+    propagate_mentions: bool = False
     seconds: float = 0.0
 
     @property
@@ -76,6 +93,7 @@ class PreprocessStats:
             "skipped": self.skipped,
             "over_cap_mentions": self.over_cap_mentions,
             "stories_over_cap": self.stories_over_cap,
+            "propagate_mentions": self.propagate_mentions,
             "seconds": round(self.seconds, 1),
             **{split: s.table_row() for split, s in self.splits.items()},
         }
@@ -92,6 +110,8 @@ class PreprocessStats:
             "output_len": "Opt Len.",
             "units": "Avg. #Units",
             "entities": "Avg. #Ent.",
+            "mentions": "Mentions replaced",
+            "names_left": "Names left as text",
         }
         for key, label in labels.items():
             lines.append(f"| {label} | " + " | ".join(str(rows[s][key]) for s in SPLITS) + " |")
@@ -99,9 +119,12 @@ class PreprocessStats:
 
     def summary(self) -> str:
         skipped = ", ".join(f"{k}={v}" for k, v in self.skipped.items()) or "none"
+        total = {key: sum(getattr(s, key) for s in self.splits.values()) for key in ("mentions", "propagated", "names_left")}
         return (
             f"{self.stories_in} stories in = {self.examples} examples out + "
             f"{sum(self.skipped.values())} skipped ({skipped}); "
-            f"{self.over_cap_mentions} mentions over the entity cap; {self.seconds:.1f}s\n"
+            f"{self.over_cap_mentions} mentions over the entity cap; "
+            f"{total['mentions']} mentions replaced ({total['propagated']} by propagation), "
+            f"{total['names_left']} names left as text; {self.seconds:.1f}s\n"
             + self.markdown_table()
         )
