@@ -54,6 +54,9 @@ class PreprocessParams(Section):
     max_unit_chars: int = Field(2000, ge=10)  # longer "sentences" are markup residue
     raw_char_budget: int = Field(8000, ge=100)  # raw text read per story; 16 units fit
     entity_labels: list[str] = ["PERSON", "ORG"]
+    # false (paper, authors' code): only tagged spans get a placeholder; true: a later
+    # untagged exact occurrence of a tagged name gets it too (stats.json counts both)
+    propagate_mentions: bool = False
     max_entities: int = Field(100, ge=1, le=1000)
     split_ratio: tuple[int, int, int] = (18, 1, 1)
     stage_two_separator: str = " </s> "
@@ -286,3 +289,14 @@ def resolve_path(path: str | Path) -> Path:
     """Paths in params.yaml are relative to the project root."""
     p = Path(path)
     return p if p.is_absolute() else PROJECT_ROOT / p
+def default_params(overrides: dict | None = None) -> Params:
+    """The built-in defaults, without a params file (outside a project), plus overrides."""
+    raw: dict = {}
+    for key, value in (overrides or {}).items():
+        _set_dotted(raw, key, value)
+    try:
+        return Params.model_validate(raw)
+    except ValidationError as exc:
+        raise ParamsError(_format_error(exc, Path("built-in defaults"))) from None
+
+
