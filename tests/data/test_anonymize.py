@@ -56,3 +56,22 @@ def test_cap_still_merges_substrings_of_known_entities():
     spans = [spans_of(units[0], "Ann Lee"), spans_of(units[1], "Bob"), spans_of(units[2], "Lee")]
     out = anonymize(units, spans, max_entities=1)
     assert out.units == ["<e0> waves.", "Bob waves.", "<e0> smiles."]
+
+
+def test_names_left_as_text_are_counted_word_bounded_longest_first():
+    units = ["Stuart meets Ash Williams.", "Ashley befriends Stuart; Stuart protects her.", "Ash Williams and Ash leave."]
+    spans = [spans_of(units[0], "Stuart", "Ash Williams"), [], []]
+    out = anonymize(units, spans, 100)
+    assert out.units[1:] == units[1:]  # the paper's behaviour: untagged mentions stay text
+    # "Stuart" x2 and "Ash Williams" x1; not "Ashley", not "Ash" (never tagged itself)
+    assert out.names_left == 3 and out.propagated == 0
+
+
+def test_propagation_replaces_later_occurrences_only():
+    units = ["Stuart waits.", "Lou meets Stuart.", "Stuart helps Lou; Stuartson stays."]
+    spans = [[], spans_of(units[1], "Lou", "Stuart"), spans_of(units[2], "Lou")]
+    out = anonymize(units, spans, 100, propagate=True)
+    assert out.units == ["Stuart waits.", "<e0> meets <e1>.", "<e1> helps <e0>; Stuartson stays."]
+    assert out.propagated == 1 and out.names_left == 1  # the earlier "Stuart" keeps numbering by first occurrence
+    assert out.unit_entities[2] == ["<e1>", "<e0>"]
+    assert out.mentions == [("<e0>", "Lou"), ("<e1>", "Stuart"), ("<e1>", "Stuart"), ("<e0>", "Lou")]

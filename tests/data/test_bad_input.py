@@ -1,8 +1,14 @@
 """Every bad input is a one-line CorpusError or a counted skip, never a traceback."""
 
+import bz2
+import codecs
 import gzip
+import json
+import lzma
 import subprocess
 import sys
+import zipfile
+import zlib
 
 import pytest
 
@@ -114,3 +120,80 @@ def test_gzip_truncated_jsonl_is_one_line_error(tmp_path):
     path.write_bytes(gzip.compress(b'{"text": "a"}\n' * 100)[:40])
     with pytest.raises(CorpusError):
         read_all("jsonl", path)
+
+
+# --- damaged archives and other encodings: named in one line, or read
+
+
+def broken_stream(good: bytes, wbits: int) -> bytes:
+    """`good` compressed (31: gzip, -15: raw deflate), then bytes no inflater accepts."""
+    packer = zlib.compressobj(wbits=wbits)
+    return packer.compress(good) + packer.flush(zlib.Z_SYNC_FLUSH) + b"\xff" * 64
+
+
+def jsonl_bytes(n: int) -> bytes:
+    return b"".join(json.dumps({"id": str(i), "text": f"Story {i}."}).encode() + b"\n" for i in range(n))
+
+
+def test_corrupted_gzip_jsonl_names_the_damage(tmp_path):
+    path = tmp_path / "c.jsonl.gz"
+    path.write_bytes(broken_stream(jsonl_bytes(300), 31))
+    with pytest.raises(CorpusError, match="corrupted gzip data .*invalid block type"):
+        read_all("jsonl", path)
+
+
+def test_corrupted_zip_member_names_the_damage(tmp_path):
+    plots = plots_bytes([STORY_A, STORY_B] * 50)
+    path = tmp_path / "plots.zip"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("plots", plots)
+        zf.writestr("titles", "".join(f"t{i}\n" for i in range(100)))
+        info = zf.getinfo("plots")
+    raw = bytearray(path.read_bytes())
+    name_len = int.from_bytes(raw[info.header_offset + 26 : info.header_offset + 28], "little")
+    extra_len = int.from_bytes(raw[info.header_offset + 28 : info.header_offset + 30], "little")
+    start = info.header_offset + 30 + name_len + extra_len
+    damaged = broken_stream(plots[:200], -15)
+    raw[start : start + len(damaged)] = damaged  # same length: the zip directory stays valid
+    path.write_bytes(bytes(raw))
+    with pytest.raises(CorpusError, match="corrupted .*zip archive"):
+        read_all("wikiplots", path)
+
+
+def test_corrupted_cnn_tgz_names_the_damage(tmp_path, write_cnn_tgz):
+    tar_raw = gzip.decompress(write_cnn_tgz({f"s{i}": f"Story {i} text. " * 200 for i in range(30)}).read_bytes())
+    path = tmp_path / "broken.tgz"
+    path.write_bytes(broken_stream(tar_raw[: len(tar_raw) // 2], 31))
+    with pytest.raises(CorpusError, match="corrupted .*archive .*invalid block type"):
+        read_all("cnn", path)
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-be", "utf-32", "utf-8-sig"])
+def test_jsonl_with_a_byte_order_mark_is_read(tmp_path, encoding):
+    text = '{"id": "a", "text": "Zoë met Ash."}\n{"id": "b", "text": "Two."}\n'
+    path = tmp_path / "wide.jsonl"
+    bom = {"utf-16-be": codecs.BOM_UTF16_BE}.get(encoding, b"")
+    path.write_bytes(bom + text.encode(encoding))
+    stories, skips = read_all("jsonl", path)
+    assert [s.text for s in stories] == ["Zoë met Ash.", "Two."] and not skips
+
+
+@pytest.mark.parametrize("name, pack", [("c.jsonl.bz2", bz2.compress), ("c.jsonl.xz", lzma.compress)])
+def test_bz2_and_xz_jsonl_are_read(tmp_path, name, pack):
+    path = tmp_path / name
+    path.write_bytes(pack(jsonl_bytes(3)))
+    stories, _ = read_all("jsonl", path)
+    assert [s.text for s in stories] == ["Story 0.", "Story 1.", "Story 2."]
+
+
+def test_utf16_wikiplots_names_the_encoding(write_wikiplots):
+    raw = plots_bytes([STORY_A]).decode().encode("utf-16")
+    with pytest.raises(CorpusError, match="'plots' is UTF-16 text"):
+        read_all("wikiplots", write_wikiplots(None, ["a"], plots_raw=raw))
+
+
+def test_compressed_file_of_the_wrong_kind_is_named(tmp_path):
+    path = tmp_path / "c.jsonl.bz2"
+    path.write_bytes(bz2.compress(jsonl_bytes(3)))
+    with pytest.raises(CorpusError, match="a bz2 file, not a WikiPlots corpus"):
+        read_all("wikiplots", path)

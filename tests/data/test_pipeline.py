@@ -8,6 +8,7 @@ import pytest
 
 from eric.data.pipeline import run_preprocess
 from eric.data.schema import SPLITS, STAGE_ONE, STAGE_TWO
+from eric.data.split import assign_split
 from tests.conftest import STORY_A, STORY_B, WIKIBIO_MINI, WIKIPLOTS_MINI
 
 
@@ -88,3 +89,43 @@ def test_multiprocess_gives_the_same_examples(write_wikiplots, params_for, tmp_p
     single = read(tmp_path / "out", "stage_one")
     run_preprocess(params_for(path, "wikiplots", split_ratio=[1, 0, 0], n_process=n_process, batch_size=2), progress=False)
     assert read(tmp_path / "out", "stage_one").equals(single)
+
+
+def test_duplicates_are_skipped_before_the_split(write_jsonl, params_for, tmp_path):
+    """Repeated ids and texts, under titles that hash to other splits, reach one split once."""
+    a, b = " ".join(STORY_A), " ".join(STORY_B)
+
+    def title_in_another_split(than: str) -> str:
+        return next(t for t in (f"copy {i}" for i in range(100)) if assign_split(t, (1, 1, 1)) != assign_split(than, (1, 1, 1)))
+
+    lines = [
+        {"id": "a", "title": "Evil Dead", "text": a},
+        {"id": "b", "title": title_in_another_split("Evil Dead"), "text": a},  # same text
+        {"id": "c", "title": "Strike", "text": b},
+        {"id": "a", "title": title_in_another_split("Evil Dead"), "text": " ".join(reversed(STORY_A))},  # same id
+        {"id": "d", "title": title_in_another_split("Strike"), "text": "  " + b.upper()},  # same normalized text
+        {"id": "e", "title": title_in_another_split("Evil Dead"), "text": a + " Ash drives home alone."},  # same example
+    ]
+    stats = run_preprocess(params_for(write_jsonl(lines), "jsonl", split_ratio=[1, 1, 1], max_target_units=5), progress=False)
+    assert stats.skipped == {"duplicate": 4} and stats.examples == 2 and stats.stories_in == 6
+    rows = [r for split in SPLITS for r in read(tmp_path / "out", "stage_one", split).to_pylist()]
+    assert sorted(r["id"] for r in rows) == ["a", "c"]
+    texts = [(r["source"], r["target"]) for r in rows]
+    assert len(set(texts)) == len(texts)
+
+
+def test_mention_coverage_is_counted_per_split_and_propagation_closes_it(params_for, tmp_path):
+    counts = {}
+    for propagate in (False, True):
+        params = params_for(WIKIPLOTS_MINI, "wikiplots", max_stories=15, propagate_mentions=propagate)
+        run_preprocess(params, progress=False)
+        saved = json.loads((tmp_path / "out" / "stats.json").read_text())
+        assert saved["propagate_mentions"] is propagate
+        counts[propagate] = {k: sum(saved[s][k] for s in SPLITS) for k in ("mentions", "propagated", "names_left")}
+        for split in SPLITS:
+            for row in read(tmp_path / "out", "stage_one", split).to_pylist():
+                assert row["unit_entities"] == [re.findall(r"<e\d+>", u) for u in row["units"]]
+    off, on = counts[False], counts[True]
+    assert off["propagated"] == 0 and off["names_left"] > 0 and on["propagated"] > 0
+    assert on["names_left"] == off["names_left"] - on["propagated"]
+    assert on["mentions"] == off["mentions"] + on["propagated"]
