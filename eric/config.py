@@ -155,6 +155,48 @@ DEFAULT_VARIANTS = {
 }
 
 
+class StateSpaceParams(Section):
+    """How the K entity states are learned (eric/model/state_space.py, docs/state-space.md).
+
+    `recipe` names a bundle (RECIPES); any other key set here overrides the recipe's value.
+    `paper` is the paper with the authors' code where the paper is silent, nothing added."""
+
+    recipe: Literal["paper", "legacy", "kmeans", "dead_codes", "ema", "entropy", "remedied"] = "paper"
+    codebook_init_std: float | None = Field(None, gt=0)  # null: BART's init_std (0.02, the code)
+    codebook_gradient: Literal["dense", "selected"] | None = None  # dense: the code's cosine path
+    sentence_encoder_embeddings: Literal["own", "shared"] | None = None  # own: the code's copy
+    decay_codebook_and_embeddings: bool | None = None  # false: the code (weight decay 0)
+    init: Literal["random", "kmeans"] | None = None
+    init_events: int | None = Field(None, ge=1)  # event vectors clustered by the k-means init
+    dead_code_steps: int | None = Field(None, ge=0)  # 0: off; N: re-seed codes unused for N steps
+    ema_decay: float | None = Field(None, ge=0, lt=1)  # 0: off (L_CL trains the codebook)
+    entropy_weight: float | None = Field(None, ge=0)  # 0: off
+
+    def resolved(self) -> dict:
+        """Every option's value: the recipe's, overridden by what is set here."""
+        values = {**RECIPES["paper"], **RECIPES[self.recipe]}
+        values.update({k: v for k, v in self.model_dump(exclude={"recipe"}).items() if v is not None})
+        if values["codebook_init_std"] == 0:
+            values["codebook_init_std"] = None
+        return values
+
+
+# name -> the options it sets (on top of `paper`). `legacy` is this project's first version,
+# kept to measure what the faithful fixes changed.
+RECIPES: dict[str, dict] = {
+    "paper": dict(codebook_init_std=0, codebook_gradient="dense", sentence_encoder_embeddings="own",
+                  decay_codebook_and_embeddings=False, init="random", init_events=1024,
+                  dead_code_steps=0, ema_decay=0.0, entropy_weight=0.0),
+    "legacy": dict(codebook_init_std=1.0, codebook_gradient="selected", sentence_encoder_embeddings="shared",
+                   decay_codebook_and_embeddings=True),
+    "kmeans": dict(init="kmeans"),
+    "dead_codes": dict(dead_code_steps=20),
+    "ema": dict(ema_decay=0.99),
+    "entropy": dict(entropy_weight=1.0),
+    "remedied": dict(init="kmeans", dead_code_steps=20, entropy_weight=1.0),
+}
+
+
 class ModelParams(Section):
     """The stage-one model (eric/model): size, init, the paper's knobs, paper-vs-code options."""
 
@@ -170,12 +212,13 @@ class ModelParams(Section):
     dropout: float = Field(0.1, ge=0, lt=1)
     # paper (default) vs the authors' released code
     detach_planner_inputs: bool = False  # code: true (planner/predictor read detached decoder states)
-    hard_negatives: bool = False  # code: true (another entity of the same unit as a negative)
+    hard_negatives: bool = True  # paper (its e_6 example) and code: another entity of the unit is a negative
     entity_temperature: float = Field(1.0, gt=0)  # code: 1.2 (sampling the next entity)
     first_unit_state: bool = True  # code: false (unit 1 carries no entity/state)
     entity_choice: Literal["uniform", "occurrence"] = "uniform"  # code: occurrence
     max_source_length: int = Field(128, ge=8)
     max_target_length: int = Field(512, ge=8)
+    state_space: StateSpaceParams = StateSpaceParams()
     variants: dict[str, VariantParams] = DEFAULT_VARIANTS
 
 
@@ -270,6 +313,17 @@ def load_params(path: str | Path | None = None, overrides: dict | None = None) -
         raise ParamsError(_format_error(exc, source)) from None
 
 
+def default_params(overrides: dict | None = None) -> Params:
+    """The built-in defaults, without a params file (outside a project), plus overrides."""
+    raw: dict = {}
+    for key, value in (overrides or {}).items():
+        _set_dotted(raw, key, value)
+    try:
+        return Params.model_validate(raw)
+    except ValidationError as exc:
+        raise ParamsError(_format_error(exc, Path("built-in defaults"))) from None
+
+
 def load_variant_params(path: str | Path | None, variant: str) -> Params:
     """`load_params` for a per-variant stage; an unknown variant fails in one line."""
     params = load_params(path)
@@ -289,14 +343,3 @@ def resolve_path(path: str | Path) -> Path:
     """Paths in params.yaml are relative to the project root."""
     p = Path(path)
     return p if p.is_absolute() else PROJECT_ROOT / p
-def default_params(overrides: dict | None = None) -> Params:
-    """The built-in defaults, without a params file (outside a project), plus overrides."""
-    raw: dict = {}
-    for key, value in (overrides or {}).items():
-        _set_dotted(raw, key, value)
-    try:
-        return Params.model_validate(raw)
-    except ValidationError as exc:
-        raise ParamsError(_format_error(exc, Path("built-in defaults"))) from None
-
-

@@ -6,8 +6,8 @@ a switch reproduces the code and its default is the paper's behaviour:
 
     detach_planner_inputs  paper False: L_Ent and L_CL train the decoder too;
                            code True: the planner and predictor read detached states
-    hard_negatives         paper False: in-batch negatives only;
-                           code True: also another entity of the same unit
+    hard_negatives         True (paper and code): another entity of the same unit is a
+                           negative too (the paper's e_6 example); False: in-batch only
     entity_temperature     paper 1.0; code 1.2 (sampling the next entity)
     first_unit_state       paper True: unit 1 carries an entity and a state too;
                            code False: unit 1 gets neither and is no planner target
@@ -43,9 +43,19 @@ class EricConfig(BartConfig):
     use_entity: bool = True
 
     detach_planner_inputs: bool = False
-    hard_negatives: bool = False
+    hard_negatives: bool = True
     entity_temperature: float | int = 1.0
     first_unit_state: bool = True
+
+    codebook_init_std: float | int | None = None
+    codebook_gradient: str = "dense"
+    sentence_encoder_embeddings: str = "own"
+    decay_codebook_and_embeddings: bool = False
+    state_init: str = "random"
+    state_init_events: int = 1024
+    dead_code_steps: int = 0
+    ema_decay: float | None = None
+    entropy_weight: float | int = 0.0
 
     sent_token_id: int | None = None
     entity_token_ids: list[int] | None = None
@@ -61,6 +71,15 @@ class EricConfig(BartConfig):
             raise ValueError("state_dim must be divisible by state_attention_heads")
         if self.tau <= 0 or self.entity_temperature <= 0:
             raise ValueError("tau and entity_temperature must be > 0")
+        choices = {"codebook_gradient": ("dense", "selected"), "sentence_encoder_embeddings": ("own", "shared"),
+                   "state_init": ("random", "kmeans")}
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {allowed}, not {getattr(self, name)!r}")
+        if self.ema_decay is not None and not 0 < self.ema_decay < 1:
+            raise ValueError("ema_decay must be in (0, 1) or None")
+        if self.dead_code_steps < 0 or self.entropy_weight < 0 or self.state_init_events < 1:
+            raise ValueError("dead_code_steps and entropy_weight must be >= 0, state_init_events >= 1")
 
     def check_token_ids(self) -> None:
         """The ids a model needs (checked when one is built, so a bare EricConfig() stays valid)."""
@@ -77,6 +96,12 @@ class EricConfig(BartConfig):
     @property
     def needs_sentence_tokens(self) -> bool:
         return self.use_state_attention or self.use_state or self.use_entity
+
+    @property
+    def state_buffer_size(self) -> int:
+        """Recent event vectors the state space keeps for k-means init and dead-code re-seeding."""
+        needed = self.state_init == "kmeans" or self.dead_code_steps > 0
+        return max(self.state_init_events, 2 * self.num_states) if needed else 0
 
     @property
     def num_entity_classes(self) -> int:

@@ -40,3 +40,20 @@ def info_nce(
     candidates = positives if extra_negatives is None else torch.cat([positives, extra_negatives], dim=0)
     logits = anchors.float() @ candidates.float().t() / tau
     return F.cross_entropy(logits, torch.arange(anchors.shape[0], device=anchors.device))
+
+
+def event_spread(events: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """(mean pairwise cosine, effective rank) of unit vectors [M, D]; None for M < 2.
+
+    Effective rank = exp(entropy of the normalized singular values) (Roy & Vetterli 2007):
+    1 when every vector is the same, D when they fill the space evenly."""
+    if events.shape[0] < 2:
+        return None
+    events = events.float()
+    m = events.shape[0]
+    gram = events @ events.t()
+    mean_cosine = (gram.sum() - gram.diagonal().sum()) / (m * (m - 1))
+    singular = torch.linalg.svdvals(events)
+    p = singular / singular.sum().clamp_min(1e-12)
+    rank = torch.exp(-(p * p.clamp_min(1e-12).log()).sum())
+    return mean_cosine, rank

@@ -40,11 +40,15 @@ Where the paper leaves a detail open (see ../shared/docs/reference-notes.md):
   splits D into the paper's several heads at the same parameter count;
 - L_Ent and L_CL are means over units (the paper writes L_Ent as a sum);
 - the codebook learns only through L_CL (c_n uses the codebook vector), the decoder
-  reads the straight-through s_n, so L_LM trains the sentence encoder, not the codebook.
+  reads the straight-through s_n, so L_LM trains the sentence encoder, not the codebook;
+- the state space's options (init, dense gradient, own sentence-encoder embeddings, and
+  the opt-in remedies: k-means init, dead-code replacement, EMA, entropy penalty) are
+  EricConfig fields, documented in docs/state-space.md.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -61,7 +65,7 @@ from eric.model.decoder import EricDecoder
 from eric.model.generation import EricGenerationMixin
 from eric.model.planner import EntityInput, EntityPlanner, StatePredictor
 from eric.model.sentence_encoder import SentenceEncoder
-from eric.model.state_space import StateSpace
+from eric.model.state_space import StateSpace, usage_entropy_penalty
 from eric.model.units import UnitLayout
 
 
@@ -78,15 +82,22 @@ class EricOutput(ModelOutput):
     lm_loss: torch.Tensor | None = None
     entity_loss: torch.Tensor | None = None
     contrastive_loss: torch.Tensor | None = None
+    state_entropy_loss: torch.Tensor | None = None
     logits: torch.Tensor | None = None
     entity_logits: torch.Tensor | None = None
     state_ids: torch.Tensor | None = None
     predicted_state_ids: torch.Tensor | None = None
     codebook_usage: torch.Tensor | None = None
     decoder_last_hidden_state: torch.Tensor | None = None
+    # state-space diagnostics (docs/state-space.md): ln of L_CL's candidates per anchor (its
+    # chance level), and how spread the batch's event vectors e_n are
+    contrastive_chance: torch.Tensor | None = None
+    event_cosine: torch.Tensor | None = None  # mean pairwise cosine of the e_n
+    event_rank: torch.Tensor | None = None  # effective rank of the e_n (exp entropy of singular values)
 
     def loss_terms(self) -> dict[str, float]:
-        names = ("loss", "lm_loss", "entity_loss", "contrastive_loss", "codebook_usage")
+        names = ("loss", "lm_loss", "entity_loss", "contrastive_loss", "state_entropy_loss", "codebook_usage",
+                 "contrastive_chance", "event_cosine", "event_rank")
         return {n: float(getattr(self, n).detach()) for n in names if getattr(self, n) is not None}
 
 
@@ -102,6 +113,7 @@ class UnitInputs:
     states: torch.Tensor | None = None  # [B, N, D] s_n with gradient to the codebook
     state_ids: torch.Tensor | None = None  # [B, N] (-1 = none)
     negatives: torch.Tensor | None = None  # [H, D] joint representations of hard negatives
+    cosines: torch.Tensor | None = None  # [M, K] cosines of the units' e_n to every state
 
 
 class EricPreTrainedModel(PreTrainedModel):
@@ -114,7 +126,8 @@ class EricPreTrainedModel(PreTrainedModel):
     def _init_weights(self, module):
         super()._init_weights(module)
         if isinstance(module, StateSpace):
-            init.normal_(module.codebook, mean=0.0, std=1.0)
+            std = self.config.codebook_init_std
+            init.normal_(module.codebook, mean=0.0, std=self.config.init_std if std is None else std)
             init.zeros_(module.usage_counts)
         elif isinstance(module, EntityInput):  # a non-persistent buffer: rebuilt on every load
             init.copy_(module.token_ids, EntityInput.table(self.config.entity_token_ids))
@@ -156,10 +169,14 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
             self.entity_planner = EntityPlanner(config.d_model, config.num_entity_classes)
         if config.use_state:
             self.state_input = nn.Linear(config.state_dim, config.d_model, bias=False)
-            self.state_space = StateSpace(config.num_states, config.state_dim)
+            self.state_space = StateSpace(
+                config.num_states, config.state_dim, gradient=config.codebook_gradient,
+                ema_decay=config.ema_decay, recent_events=config.state_buffer_size,
+            )
             self.state_predictor = StatePredictor(config.d_model, config.state_dim, config.state_attention_heads)
             self.sentence_encoder = SentenceEncoder(config)
         self.post_init()
+        self.copy_embeddings_to_sentence_encoder()
 
     # -- embeddings (what resize_token_embeddings and weight tying need) --
     def get_input_embeddings(self):
@@ -167,6 +184,14 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
 
     def set_input_embeddings(self, value):
         self.model.set_input_embeddings(value)
+
+    def no_weight_decay(self) -> list[str]:
+        """Parameters AdamW must not decay: the codebook and the token embeddings (the
+        authors' optimizer decays nothing), unless `decay_codebook_and_embeddings`."""
+        if self.config.decay_codebook_and_embeddings:
+            return []
+        keys = ("state_space.codebook", "shared.weight", "embed_tokens.weight", "lm_head.weight")
+        return [name for name, _ in self.named_parameters() if any(k in name for k in keys)]
 
     def get_output_embeddings(self):
         return self.lm_head
@@ -181,6 +206,13 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
         keep = min(old.shape[1], bias.shape[1])
         bias[:, :keep] = old[:, :keep]
         self.final_logits_bias = nn.Buffer(bias)
+        own = self.sentence_encoder.embed_tokens if self.config.use_state else None
+        if own is not None and own.weight.shape[0] != embeddings.weight.shape[0]:
+            grown = type(own)(embeddings.weight.shape[0], own.weight.shape[1], own.padding_idx, own.embed_scale)
+            with torch.no_grad():
+                grown.weight.copy_(embeddings.weight)  # new rows as the model's; old rows kept below
+                grown.weight[:keep] = own.weight[:keep]
+            self.sentence_encoder.embed_tokens = grown
         return embeddings
 
     # -- building blocks shared by training and generation --
@@ -253,6 +285,8 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
                 out.loss = out.loss + config.lambda_entity * out.entity_loss
             if out.contrastive_loss is not None:
                 out.loss = out.loss + config.lambda_contrastive * out.contrastive_loss
+            if out.state_entropy_loss is not None:
+                out.loss = out.loss + config.entropy_weight * out.state_entropy_loss
         return out
 
     def planned_units(self, entity_ids: torch.Tensor, unit_exists: torch.Tensor | None = None):
@@ -269,7 +303,8 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
         """e_n [B, K, D] from the sentence encoder at label `positions` [B, K] (-1 = none) of
         the units in `units` [B, N]."""
         needed = torch.nn.functional.pad(units, (1, 0))  # column n = unit n
-        return self.sentence_encoder(labels, self.model.shared, needed, positions)
+        embeddings = self.sentence_encoder.embed_tokens or self.model.shared
+        return self.sentence_encoder(labels, embeddings, needed, positions)
 
     def _unit_inputs(self, layout, entity_ids, labels, entity_positions, hard_negative_positions, state_ids):
         config = self.config
@@ -306,6 +341,7 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
 
         units.events, units.states = events[:, :n], quantized.states[:, :n]
         units.state_ids = torch.where(with_state, quantized.indices[:, :n], -1)
+        units.cosines = quantized.cosines[:, :n][with_state]
         if use_negatives:
             found = negative_positions >= 0
             joint = losses.joint_representation(events[:, n:], quantized.states[:, n:])
@@ -329,8 +365,21 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
         out.contrastive_loss = losses.info_nce(
             predicted[target], positives[target], self.config.tau, units.negatives
         )
+        if self.config.entropy_weight > 0 and units.cosines.shape[0]:
+            out.state_entropy_loss = usage_entropy_penalty(units.cosines, self.config.tau)
+        self._state_diagnostics(out, units, target)
+
+    @torch.no_grad()
+    def _state_diagnostics(self, out: EricOutput, units: UnitInputs, target: torch.Tensor) -> None:
+        device = target.device
         used = units.state_ids[target].unique().numel()
-        out.codebook_usage = torch.tensor(used / self.config.num_states, device=hidden.device)
+        out.codebook_usage = torch.tensor(used / self.config.num_states, device=device)
+        anchors = int(target.sum())
+        negatives = 0 if units.negatives is None else units.negatives.shape[0]
+        out.contrastive_chance = torch.tensor(math.log(max(anchors + negatives, 1)), device=device)
+        spread = losses.event_spread(units.events[target])
+        if spread is not None:
+            out.event_cosine, out.event_rank = spread
 
     # -- initialization from a plain BART checkpoint --
     @classmethod
@@ -354,11 +403,19 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
             raise ValueError(f"{bart_dir}: not a BART checkpoint of this shape (missing {missing[:3]}, "
                              f"unexpected {unexpected[:3]})")
         model.copy_encoder_to_sentence_encoder()
+        model.copy_embeddings_to_sentence_encoder()
         return model
+
+    def copy_embeddings_to_sentence_encoder(self) -> None:
+        """The sentence encoder's own token embeddings start as a copy of the model's."""
+        if self.config.use_state and self.sentence_encoder.embed_tokens is not None:
+            with torch.no_grad():
+                self.sentence_encoder.embed_tokens.weight.copy_(self.model.shared.weight)
 
     def copy_encoder_to_sentence_encoder(self) -> None:
         if not self.config.use_state:
             return
         weights = {k: v for k, v in self.model.encoder.state_dict().items() if not k.startswith("embed_tokens")}
         missing, unexpected = self.sentence_encoder.load_state_dict(weights, strict=False)
-        assert not unexpected and set(missing) <= {"event_proj.weight", "event_proj.bias"}, (missing, unexpected)
+        own = {"event_proj.weight", "event_proj.bias", "embed_tokens.weight"}
+        assert not unexpected and set(missing) <= own, (missing, unexpected)

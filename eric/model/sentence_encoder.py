@@ -1,7 +1,8 @@
 """The training-only sentence encoder: e_n, the entity-aware event representation.
 
-A separate BART encoder stack (initialized as a copy of the pretrained encoder; it
-shares the token embeddings) reads the gold target one unit at a time: attention is
+A separate BART encoder stack (initialized as a copy of the pretrained encoder, with
+its own copy of the token embeddings as in the authors' code; `sentence_encoder_embeddings:
+shared` reads the model's instead) reads the gold target one unit at a time: attention is
 block-diagonal over units and positions restart at each unit. e_n is
 normalize(Linear(h at the position of p_n)), D-dimensional.
 
@@ -19,7 +20,11 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 from torch.nn import functional as F
-from transformers.models.bart.modeling_bart import BartEncoderLayer, BartLearnedPositionalEmbedding
+from transformers.models.bart.modeling_bart import (
+    BartEncoderLayer,
+    BartLearnedPositionalEmbedding,
+    BartScaledWordEmbedding,
+)
 
 from eric.model.config import EricConfig
 
@@ -118,6 +123,10 @@ class SentenceEncoder(nn.Module):
         super().__init__()
         self.config = config
         self.dropout = config.dropout
+        self.embed_tokens = None  # own token embeddings (a copy of the model's), or the model's
+        if config.sentence_encoder_embeddings == "own":
+            scale = config.d_model**0.5 if config.scale_embedding else 1.0
+            self.embed_tokens = BartScaledWordEmbedding(config.vocab_size, config.d_model, config.pad_token_id, scale)
         self.embed_positions = BartLearnedPositionalEmbedding(config.max_position_embeddings, config.d_model)
         self.layers = nn.ModuleList([BartEncoderLayer(config, layer_idx=i) for i in range(config.encoder_layers)])
         self.layernorm_embedding = nn.LayerNorm(config.d_model)

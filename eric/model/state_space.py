@@ -1,16 +1,28 @@
-"""The discrete entity state space D: K unit vectors of dimension D.
+"""The discrete entity state space D: K unit vectors of dimension D. **Where a state is quantized.**
 
 `StateSpace(e)` quantizes normalized vectors to their nearest state (highest cosine;
 the paper's "argmin" is a typo) and returns a `Quantized` with:
 
-    states          the state vectors d_k (normalized codebook rows). Gradient flows
-                    to the CODEBOOK only from here: the paper's c_n = normalize(e_n +
-                    s_n) uses them, so the codebook learns through L_CL alone.
+    states          the state vectors d_k (normalized codebook rows), for c_n =
+                    normalize(e_n + s_n) in L_CL. With `gradient="dense"` (the authors'
+                    code) the value is d_k but the gradient reaches EVERY code through the
+                    cosines, as `((onehot - cos).detach() + cos) @ C`: dead codes still move.
+                    `gradient="selected"` (this project's first version) trains only d_k.
     straight_through
                     value d_k, gradient copied to e (Bengio et al. 2013): what the
-                    decoder reads, so L_LM trains the sentence encoder but not the
-                    codebook.
+                    decoder reads, so L_LM trains the sentence encoder but not the codebook.
     indices         k per vector.
+    cosines         [..., K] cosines of e to every state (for the entropy regularizer).
+
+Options beyond the paper (off by default, `docs/state-space.md` says where each comes
+from and what it measured):
+    ema_decay       the codebook follows an exponential moving average of the event
+                    vectors assigned to each code (van den Oord et al. 2017, appendix;
+                    Razavi et al. 2019) instead of L_CL's gradient.
+Data-dependent initialisation and dead-code replacement need the optimizer (Adam state,
+ZeRO master weights), so they live in eric/train/codebook.py; this module supplies the
+pieces: `recent_events` (a ring buffer of the latest event vectors seen in training),
+`steps_since_used`, `kmeans` and `assign_rows`.
 
 Usage counts accumulate in the `usage_counts` buffer while training (state-space
 utilization, paper appendix), and can be reset with `reset_usage()`.
@@ -30,35 +42,121 @@ class Quantized:
     states: torch.Tensor
     straight_through: torch.Tensor
     indices: torch.Tensor
+    cosines: torch.Tensor | None = None
 
 
 class StateSpace(nn.Module):
-    def __init__(self, num_states: int, state_dim: int):
+    def __init__(
+        self,
+        num_states: int,
+        state_dim: int,
+        *,
+        init_std: float = 0.02,
+        gradient: str = "dense",
+        ema_decay: float | None = None,
+        recent_events: int = 0,
+    ):
         super().__init__()
-        self.codebook = nn.Parameter(torch.randn(num_states, state_dim))
+        if gradient not in ("dense", "selected"):
+            raise ValueError(f"gradient must be 'dense' or 'selected', not {gradient!r}")
+        self.init_std, self.gradient, self.ema_decay = init_std, gradient, ema_decay
+        self.codebook = nn.Parameter(torch.randn(num_states, state_dim) * init_std, requires_grad=ema_decay is None)
         self.register_buffer("usage_counts", torch.zeros(num_states, dtype=torch.long))
+        # training-time bookkeeping for the remedies (not saved: a fresh run starts fresh)
+        self.register_buffer("steps_since_used", torch.zeros(num_states, dtype=torch.long), persistent=False)
+        self.register_buffer("_used_this_step", torch.zeros(num_states, dtype=torch.bool), persistent=False)
+        self.register_buffer("recent", torch.zeros(recent_events, state_dim), persistent=False)
+        self.register_buffer("recent_filled", torch.zeros((), dtype=torch.long), persistent=False)
+        if ema_decay is not None:
+            self.register_buffer("ema_sizes", torch.zeros(num_states))
+            self.register_buffer("ema_sums", torch.zeros(num_states, state_dim))
+
+    @property
+    def num_states(self) -> int:
+        return self.codebook.shape[0]
+
+    def vectors(self) -> torch.Tensor:
+        """The normalized states [K, D]."""
+        return F.normalize(self.codebook, dim=-1)
 
     def forward(
         self, e: torch.Tensor | None = None, indices: torch.Tensor | None = None, counted: torch.Tensor | bool = True
     ) -> Quantized:
-        """Quantize e [..., D], or look up `indices`. In training, the states of the vectors
-        in `counted` (a mask, or all/none) are added to the usage counts.
+        """Quantize e [..., D], or look up `indices`. In training, the vectors in `counted`
+        (a mask, or all/none) are added to the usage counts (and, with EMA, update the codes).
 
         Every codebook access goes through here, so that sharded parameters (ZeRO-3)
         are gathered by the module's forward hooks."""
-        vectors = F.normalize(self.codebook, dim=-1)
-        if indices is None:
-            with torch.no_grad():
-                indices = (e.detach().float() @ vectors.detach().float().t()).argmax(dim=-1)
-        states = vectors[indices]
+        vectors = self.vectors()
         if e is None:
+            states = vectors[indices]
             return Quantized(states, states, indices)
+        cosines = e.float() @ vectors.float().t()
+        indices = cosines.detach().argmax(dim=-1)
+        if self.gradient == "dense":
+            onehot = F.one_hot(indices, self.num_states).to(cosines.dtype)
+            states = ((onehot - cosines).detach() + cosines) @ vectors.float()
+        else:
+            states = vectors[indices]
         states = states.to(e.dtype)
         straight_through = e + (states - e).detach()
         if self.training and counted is not False:
-            used = indices if counted is True else indices[counted]
-            self.usage_counts += torch.bincount(used.flatten(), minlength=self.usage_counts.numel())
-        return Quantized(states, straight_through, indices)
+            mask = torch.ones_like(indices, dtype=torch.bool) if counted is True else counted
+            self._record(e.detach()[mask], indices[mask])
+        return Quantized(states, straight_through, indices, cosines)
+
+    def _record(self, events: torch.Tensor, indices: torch.Tensor) -> None:
+        counts = torch.bincount(indices.flatten(), minlength=self.num_states)
+        self.usage_counts += counts
+        self._used_this_step |= counts > 0
+        if self.recent.shape[0]:
+            self._remember(events.float())
+        if self.ema_decay is not None:
+            self._ema_update(events.float(), indices, counts)
+
+    def _remember(self, events: torch.Tensor) -> None:
+        """Keep the latest `recent` event vectors (a ring buffer, newest last)."""
+        size = self.recent.shape[0]
+        events = events[-size:]
+        self.recent.copy_(torch.cat([self.recent[events.shape[0]:], events.to(self.recent.dtype)]))
+        self.recent_filled.clamp_(max=size - events.shape[0]).add_(events.shape[0])
+
+    @torch.no_grad()
+    def _ema_update(self, events: torch.Tensor, indices: torch.Tensor, counts: torch.Tensor) -> None:
+        sums = torch.zeros_like(self.ema_sums).index_add_(0, indices.flatten(), events.to(self.ema_sums.dtype))
+        counts = counts.to(self.ema_sizes.dtype)
+        if torch.distributed.is_available() and torch.distributed.is_initialized():
+            torch.distributed.all_reduce(sums)  # every rank applies the same update
+            torch.distributed.all_reduce(counts)
+        decay = self.ema_decay
+        self.ema_sizes.mul_(decay).add_(counts, alpha=1 - decay)
+        self.ema_sums.mul_(decay).add_(sums, alpha=1 - decay)
+        seen = self.ema_sizes > 1e-8
+        self.codebook.data[seen] = (self.ema_sums[seen] / self.ema_sizes[seen, None]).to(self.codebook.dtype)
+
+    def pop_used(self) -> torch.Tensor:
+        """The mask of codes used since the last call (this rank), and clear it."""
+        used = self._used_this_step.clone()
+        self._used_this_step.zero_()
+        return used
+
+    def age(self, used: torch.Tensor) -> None:
+        """One optimizer step passed: codes in `used` are fresh, the others one step older."""
+        self.steps_since_used.add_(1).masked_fill_(used.to(self.steps_since_used.device), 0)
+
+    def recent_events(self) -> torch.Tensor:
+        """The event vectors the ring buffer holds, oldest first."""
+        return self.recent[self.recent.shape[0] - int(self.recent_filled):]
+
+    @torch.no_grad()
+    def assign_rows(self, rows: torch.Tensor, values: torch.Tensor) -> None:
+        """Set codebook rows in place (module tensors only: eric/train/codebook.py also
+        updates the optimizer's master weights and state) and restart their bookkeeping."""
+        self.codebook.data[rows] = values.to(self.codebook.dtype)
+        self.steps_since_used[rows] = 0
+        if self.ema_decay is not None:
+            self.ema_sizes[rows] = 1.0
+            self.ema_sums[rows] = values.to(self.ema_sums.dtype)
 
     def nearest(self, e: torch.Tensor) -> torch.Tensor:
         """Index of the state with the highest cosine to each (normalized) vector; not counted."""
@@ -70,3 +168,39 @@ class StateSpace(nn.Module):
 
     def reset_usage(self) -> None:
         self.usage_counts.zero_()
+
+
+def usage_perplexity(counts: torch.Tensor) -> float:
+    """exp(entropy) of a usage histogram: the number of equally used states it is worth."""
+    total = counts.sum()
+    if total <= 0:
+        return 0.0
+    p = counts.double() / total
+    p = p[p > 0]
+    return float(torch.exp(-(p * p.log()).sum()))
+
+
+def usage_entropy_penalty(cosines: torch.Tensor, tau: float) -> torch.Tensor:
+    """log K - H(mean_n softmax(cos_n / tau)): zero when the batch's soft assignments use
+    every state equally (DiscoDVT's entropy penalization of the averaged posterior)."""
+    mean = torch.softmax(cosines.float() / tau, dim=-1).mean(dim=0)
+    entropy = -(mean * mean.clamp_min(1e-12).log()).sum()
+    return torch.log(torch.tensor(float(cosines.shape[-1]), device=cosines.device)) - entropy
+
+
+def kmeans(vectors: torch.Tensor, k: int, iterations: int = 10, generator: torch.Generator | None = None) -> torch.Tensor:
+    """Spherical k-means: k unit centroids of the unit vectors [M, D] (cosine assignment).
+    With fewer vectors than k, the extra centroids are random vectors from the data plus noise."""
+    vectors = F.normalize(vectors.float(), dim=-1)
+    m = vectors.shape[0]
+    picks = torch.randperm(m, generator=generator)[:k] if m >= k else torch.randint(m, (k,), generator=generator)
+    centroids = vectors[picks].clone()
+    if m < k:
+        noise = torch.randn(centroids.shape, generator=generator) * 0.1
+        centroids = F.normalize(centroids + noise, dim=-1)
+    for _ in range(iterations):
+        assign = (vectors @ centroids.t()).argmax(dim=-1)
+        sums = torch.zeros_like(centroids).index_add_(0, assign, vectors)
+        filled = torch.bincount(assign, minlength=k) > 0
+        centroids[filled] = F.normalize(sums[filled], dim=-1)
+    return centroids

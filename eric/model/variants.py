@@ -55,6 +55,7 @@ def eric_options(params: ModelParams, variant: str, ids: SpecialTokenIds) -> dic
         hard_negatives=params.hard_negatives,
         entity_temperature=params.entity_temperature,
         first_unit_state=params.first_unit_state,
+        **state_space_options(params),
         sent_token_id=ids.sent,
         entity_token_ids=list(ids.entities),
         pad_token_id=ids.pad,
@@ -64,6 +65,18 @@ def eric_options(params: ModelParams, variant: str, ids: SpecialTokenIds) -> dic
         forced_eos_token_id=ids.eos,
         dropout=params.dropout,
         **variant_switches(params, variant),
+    )
+
+
+def state_space_options(params: ModelParams) -> dict:
+    """EricConfig's state-space fields from `model.state_space` (its recipe + overrides)."""
+    v = params.state_space.resolved()
+    return dict(
+        codebook_init_std=v["codebook_init_std"], codebook_gradient=v["codebook_gradient"],
+        sentence_encoder_embeddings=v["sentence_encoder_embeddings"],
+        decay_codebook_and_embeddings=v["decay_codebook_and_embeddings"], state_init=v["init"],
+        state_init_events=v["init_events"], dead_code_steps=v["dead_code_steps"],
+        ema_decay=v["ema_decay"] or None, entropy_weight=v["entropy_weight"],
     )
 
 

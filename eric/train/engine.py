@@ -19,12 +19,14 @@ NO_DECAY = ("bias", "norm", "layernorm", "layer_norm")
 
 
 def parameter_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
-    """No weight decay on biases and normalisation weights."""
+    """No weight decay on biases and normalisation weights, nor on what the model lists in
+    `no_weight_decay()` (ERIC: the codebook and the embeddings, as in the authors' code)."""
     decay, no_decay = [], []
+    exempt = set(model.no_weight_decay()) if hasattr(model, "no_weight_decay") else set()
     for name, param in model.named_parameters():
         if not param.requires_grad:
             continue
-        is_exempt = param.ndim < 2 or any(key in name.lower() for key in NO_DECAY)
+        is_exempt = param.ndim < 2 or name in exempt or any(key in name.lower() for key in NO_DECAY)
         (no_decay if is_exempt else decay).append(param)
     return [
         {"params": decay, "weight_decay": weight_decay},

@@ -27,6 +27,7 @@ from eric.train.checkpoint import (
     full_precision_state_dict,
     save_pretrained_atomic,
 )
+from eric.train.codebook import CodebookCare, CodebookProbe
 from eric.train.data_order import DataOrder, eval_batches
 from eric.train.ds_config import build_ds_config
 from eric.train.engine import initialize
@@ -193,6 +194,18 @@ class Trainer:
         self.throughput = Throughput()
         self.usage = StateUsageWindow(settings.usage_window)
         self._last_lr = settings.lr
+        self.codebook_care, self.codebook_probe = self._codebook_helpers()
+
+    def _codebook_helpers(self) -> tuple[CodebookCare | None, CodebookProbe | None]:
+        """For a model with a state space: its remedies (k-means init, dead codes) and probe."""
+        module = self.engine.module
+        space = getattr(module, "state_space", None)
+        if space is None:
+            return None, None
+        c = module.config
+        care = CodebookCare(self.engine, space, init=c.state_init, init_events=c.state_init_events,
+                            dead_code_steps=c.dead_code_steps, seed=self.seed)
+        return care, CodebookProbe(space)
 
     # ---- public ----------------------------------------------------------------------
     @property
@@ -257,6 +270,8 @@ class Trainer:
             return
         self.state = TrainerState(extra=dict(extra_state))
         torch.manual_seed(self.seed + self.rank.rank)  # dropout stream per rank
+        if self.codebook_care is not None and self.codebook_care.init == "kmeans":
+            self._kmeans_init()
         if self.settings.eval_at_start:
             self._validate()
 
@@ -276,9 +291,30 @@ class Trainer:
         tokens = int(_reduce({"tokens": tokens})["tokens"])  # all ranks' tokens
         self.state.train_seconds += self.throughput.stop(tokens)
         self.usage.end_step()
+        self._codebook_step()
         self.state.step += 1
         self.state.tokens += tokens
         self._last_lr = lr
+
+    def _kmeans_init(self) -> None:
+        """The codes start as k-means centroids of the first batches' event vectors."""
+        def first_batches():
+            for _, micro_batches in self.order.iter_steps(0, 0):
+                for indices in micro_batches:
+                    yield self._batch(self.train_set, indices)
+
+        self.engine.train()
+        clustered = self.codebook_care.start(first_batches())
+        if self.rank.is_main:
+            tqdm.write(f"state space: k-means init from {clustered} event vectors")
+
+    def _codebook_step(self) -> None:
+        """After an optimizer step: age / re-seed the codes, and measure the codebook."""
+        if self.codebook_care is None:
+            return
+        metrics = self.codebook_care.after_step()
+        metrics.update(self.codebook_probe.pop())
+        self.losses.add(metrics)
 
     def _after_step(self) -> None:
         step, s = self.state.step, self.settings
@@ -316,6 +352,9 @@ class Trainer:
                "tokens_per_s": round(self.throughput.pop_window(), 1)}
         if self.usage.distinct() is not None:
             row["states_used"] = self.usage.distinct()
+            row["usage_perplexity"] = round(self.usage.perplexity(), 2)
+        if self.codebook_probe is not None:
+            row["codebook_drift"] = round(self.codebook_probe.drift(), 6)
         self.state.history.append(row)
         self._track({f"train_{k}" if k in means else k: v for k, v in row.items()
                      if k not in ("step",)})

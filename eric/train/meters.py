@@ -7,14 +7,18 @@ from collections import Counter, deque
 
 import torch
 
+from eric.model.state_space import usage_perplexity
+
 # Loss terms a model output may carry besides `.loss` (ERIC returns all three; BART none).
-LOSS_TERMS = ("lm_loss", "entity_loss", "contrastive_loss")
+LOSS_TERMS = ("lm_loss", "entity_loss", "contrastive_loss", "state_entropy_loss")
+# state-space diagnostics ERIC outputs carry (docs/state-space.md), averaged like the losses
+DIAGNOSTICS = ("contrastive_chance", "event_cosine", "event_rank")
 
 
 def loss_terms(outputs) -> dict[str, float]:
     """`loss` plus whichever separate terms the output has, as floats."""
     values = {"loss": outputs.loss}
-    for name in LOSS_TERMS:
+    for name in LOSS_TERMS + DIAGNOSTICS:
         value = getattr(outputs, name, None)
         if value is not None:
             values[name] = value
@@ -101,11 +105,12 @@ class Throughput:
 
 
 class StateUsageWindow:
-    """Distinct codebook states used over the last `steps` optimizer steps."""
+    """Codebook states used over the last `steps` optimizer steps: how many distinct, and the
+    usage perplexity (exp entropy of their counts: equally used states it is worth)."""
 
     def __init__(self, steps: int = 50) -> None:
-        self.window: deque[set[int]] = deque(maxlen=max(1, steps))
-        self._current: set[int] = set()
+        self.window: deque[Counter] = deque(maxlen=max(1, steps))
+        self._current: Counter = Counter()
         self.seen_any = False
 
     def add(self, state_ids: torch.Tensor | None) -> None:
@@ -113,14 +118,26 @@ class StateUsageWindow:
             return
         self.seen_any = True
         ids = state_ids.detach().reshape(-1)
-        self._current.update(int(i) for i in ids[ids >= 0].unique())
+        self._current.update(ids[ids >= 0].tolist())
 
     def end_step(self) -> None:
         if self.seen_any:
             self.window.append(self._current)
-        self._current = set()
+        self._current = Counter()
+
+    def _counts(self) -> Counter:
+        total: Counter = Counter()
+        for step in self.window:
+            total.update(step)
+        return total
 
     def distinct(self) -> int | None:
         if not self.seen_any:
             return None
-        return len(set().union(*self.window)) if self.window else 0
+        return len(self._counts())
+
+    def perplexity(self) -> float | None:
+        if not self.seen_any:
+            return None
+        counts = self._counts()
+        return usage_perplexity(torch.tensor(list(counts.values()) or [0]))

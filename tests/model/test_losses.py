@@ -60,8 +60,34 @@ def test_total_loss_weighs_the_separate_terms():
     total = out.lm_loss + 0.5 * out.entity_loss + 2.0 * out.contrastive_loss
     assert torch.allclose(out.loss, total)
     terms = out.loss_terms()
-    assert set(terms) == {"loss", "lm_loss", "entity_loss", "contrastive_loss", "codebook_usage"}
+    assert set(terms) == {"loss", "lm_loss", "entity_loss", "contrastive_loss", "codebook_usage",
+                          "contrastive_chance", "event_cosine", "event_rank"}
     assert all(math.isfinite(v) for v in terms.values())
+
+
+def test_entropy_penalty_joins_the_total_with_its_weight():
+    batch = make_batch()
+    out = tiny_model(entropy_weight=0.3)(**batch)
+    assert out.state_entropy_loss is not None and float(out.state_entropy_loss) >= 0
+    total = out.lm_loss + out.entity_loss + out.contrastive_loss + 0.3 * out.state_entropy_loss
+    assert torch.allclose(out.loss, total)
+    assert tiny_model()(**batch).state_entropy_loss is None  # off by default (the paper has none)
+
+
+def test_contrastive_chance_counts_anchors_and_hard_negatives():
+    batch = make_batch()
+    out = tiny_model(hard_negatives=False)(**batch)
+    anchors = int((out.state_ids >= 0).sum())
+    assert math.isclose(float(out.contrastive_chance), math.log(anchors), rel_tol=1e-6)
+
+
+def test_event_spread_of_identical_and_orthogonal_vectors():
+    same = torch.nn.functional.normalize(torch.ones(4, 3), dim=-1)
+    cosine, rank = losses.event_spread(same)
+    assert math.isclose(float(cosine), 1.0, rel_tol=1e-5) and math.isclose(float(rank), 1.0, rel_tol=1e-4)
+    cosine, rank = losses.event_spread(torch.eye(3))
+    assert abs(float(cosine)) < 1e-6 and math.isclose(float(rank), 3.0, rel_tol=1e-5)
+    assert losses.event_spread(torch.eye(3)[:1]) is None
 
 
 def test_entity_loss_covers_planned_units_only():

@@ -1,0 +1,192 @@
+"""The state space's training-time care: what needs the optimizer, not just the module.
+
+    CodebookCare(engine, state_space, config)
+        .start(batches)   k-means init of the codes from the first batches' event vectors
+        .after_step()     ages the codes, re-seeds the dead ones; returns metrics to log
+
+Writing codebook rows is not a plain `param.data[...] = v` under DeepSpeed: ZeRO 1-2
+and bf16 keep an fp32 master copy (partitioned across ranks) that overwrites the module
+tensor at the next step, and Adam's moments of a re-seeded row would carry the dead
+code's history. `write_rows` updates the module, the master copy and the moments.
+Every decision is made on rank 0 and broadcast, so all ranks hold the same codebook.
+
+`CodebookProbe` measures, per optimizer step, the gradient that reaches the codebook
+(norm, rows with any) and how far the codes moved from their start (docs/state-space.md).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.distributed as dist
+from torch.nn import functional as F
+
+from eric.model.state_space import StateSpace, kmeans, usage_perplexity
+
+ADAM_STATE = ("exp_avg", "exp_avg_sq")
+
+
+def _distributed() -> bool:
+    return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
+
+
+def _broadcast(tensor: torch.Tensor) -> torch.Tensor:
+    """Rank 0's tensor on every rank (same shape everywhere)."""
+    if _distributed():
+        dist.broadcast(tensor, src=0)
+    return tensor
+
+
+def _gather_rows(tensor: torch.Tensor) -> torch.Tensor:
+    """The rows of every rank's tensor (rows may differ in number), rank order."""
+    if not _distributed():
+        return tensor
+    sizes = [torch.zeros(1, dtype=torch.long) for _ in range(dist.get_world_size())]
+    dist.all_gather(sizes, torch.tensor([tensor.shape[0]]))
+    width = int(max(s.item() for s in sizes))
+    padded = torch.zeros(width, *tensor.shape[1:], dtype=tensor.dtype)
+    padded[: tensor.shape[0]] = tensor
+    parts = [torch.zeros_like(padded) for _ in sizes]
+    dist.all_gather(parts, padded)
+    return torch.cat([part[: int(size.item())] for part, size in zip(parts, sizes)])
+
+
+def _client_optimizer(engine):
+    optimizer = getattr(engine, "optimizer", None)
+    return getattr(optimizer, "optimizer", optimizer)  # DeepSpeed wrappers keep the torch one inside
+
+
+@torch.no_grad()
+def write_rows(engine, param: torch.nn.Parameter, rows: torch.Tensor, values: torch.Tensor) -> None:
+    """Set param[rows] = values in the module and in ZeRO's fp32 master copy, and zero the
+    rows' Adam moments. Local on every rank (each writes the fragment it owns), so it needs
+    no collective; every rank must pass the same rows and values."""
+    param.data[rows] = values.to(param.dtype)
+    mapping = getattr(param, "_hp_mapping", None)
+    if mapping is not None:  # ZeRO 1-2 / bf16 optimizer: this rank's piece of the fp32 master
+        _write_fragment(engine, param, mapping, rows)
+    optimizer = _client_optimizer(engine)
+    state = optimizer.state.get(param, {}) if optimizer is not None else {}
+    for key in ADAM_STATE:  # ZeRO 0: the torch optimizer holds the module tensor's moments
+        if key in state and state[key].shape == param.shape:
+            state[key][rows] = 0
+
+
+def _write_fragment(engine, param, mapping, rows: torch.Tensor) -> None:
+    lp = mapping.lp_fragment_address
+    full = param.data.float().flatten()
+    mapping.hp_fragment.data.copy_(full.narrow(0, lp.start, lp.numel))
+    mask = torch.zeros(param.shape[0], dtype=torch.bool, device=param.device)
+    mask[rows] = True
+    mask = mask[:, None].expand(param.shape).flatten().narrow(0, lp.start, lp.numel)
+    flat = _flat_partition(engine.optimizer, mapping.param_group_index)
+    state = _client_optimizer(engine).state.get(flat, {}) if flat is not None else {}
+    hp = mapping.hp_fragment_address
+    for key in ADAM_STATE:  # the moments live on the flat fp32 partition, at the fragment's address
+        if key in state and torch.is_tensor(state[key]) and state[key].shape == flat.shape:
+            state[key].narrow(0, hp.start, hp.numel)[mask.to(state[key].device)] = 0
+
+
+def _flat_partition(optimizer, group: int):
+    """The flat fp32 tensor the torch optimizer steps for param group `group` on this rank."""
+    for name in ("single_partition_of_fp32_groups", "fp32_groups_flat_partition"):  # ZeRO 1-2, bf16
+        groups = getattr(optimizer, name, None)
+        if groups is not None:
+            return groups[group]
+    return None
+
+
+class CodebookCare:
+    def __init__(self, engine, space: StateSpace, *, init: str = "random", init_events: int = 1024,
+                 dead_code_steps: int = 0, seed: int = 0):
+        self.engine, self.space = engine, space
+        self.init, self.init_events, self.dead_code_steps = init, init_events, dead_code_steps
+        self.generator = torch.Generator().manual_seed(seed)
+        self.replaced_total = 0
+        self.last_replaced = torch.zeros(0, dtype=torch.long)  # rows re-seeded at the last step
+
+    @property
+    def needed(self) -> bool:
+        return self.init == "kmeans" or self.dead_code_steps > 0
+
+    @torch.no_grad()
+    def start(self, batches) -> int:
+        """k-means init from the event vectors of `batches` (an iterable of model inputs),
+        before the first step. Returns how many event vectors it clustered."""
+        if self.init != "kmeans":
+            return 0
+        module = self.engine.module
+        for batch in batches:
+            module(**batch)  # training mode: the state space keeps the e_n it quantizes
+            if self.space.recent_filled >= self.init_events:
+                break
+        events = _gather_rows(self.space.recent_events().cpu())
+        centroids = kmeans(events, self.space.num_states, generator=self.generator) if events.shape[0] else None
+        centroids = _broadcast(centroids if centroids is not None else torch.zeros(self.space.codebook.shape))
+        rows = torch.arange(self.space.num_states)
+        write_rows(self.engine, self.space.codebook, rows, centroids.to(self.space.codebook.device))
+        self.space.assign_rows(rows.to(self.space.codebook.device), centroids.to(self.space.codebook.device))
+        self.space.reset_usage()
+        self.space.steps_since_used.zero_()
+        return int(events.shape[0])
+
+    def after_step(self) -> dict[str, float]:
+        """Age the codes (used on any rank = used); re-seed those unused for dead_code_steps."""
+        used = self.space.pop_used().to(torch.int32)
+        if _distributed():
+            dist.all_reduce(used, op=dist.ReduceOp.MAX)
+        self.space.age(used.bool())
+        if self.dead_code_steps <= 0:
+            return {}
+        dead = (self.space.steps_since_used >= self.dead_code_steps).cpu()
+        dead = _broadcast(dead.to(torch.int32)).bool()
+        replaced = int(dead.sum())
+        self.last_replaced = dead.nonzero()[:, 0]
+        if replaced:
+            self._reseed(self.last_replaced)
+        self.replaced_total += replaced
+        return {"codes_replaced": float(replaced), "codes_replaced_total": float(self.replaced_total)}
+
+    def _reseed(self, rows: torch.Tensor) -> None:
+        """Dead codes become recent event vectors (rank 0's, a little noise so that two codes
+        seeded from one vector can part)."""
+        recent = self.space.recent_events().cpu()
+        d = self.space.codebook.shape[1]
+        values = torch.zeros(rows.numel(), d)
+        if recent.shape[0]:
+            picks = torch.randint(recent.shape[0], (rows.numel(),), generator=self.generator)
+            noise = torch.randn(rows.numel(), d, generator=self.generator) * 0.01
+            values = F.normalize(recent[picks] + noise, dim=-1)
+        values = _broadcast(values)
+        if not values.abs().sum():  # rank 0 has seen no event yet: nothing to seed from
+            return
+        device = self.space.codebook.device
+        write_rows(self.engine, self.space.codebook, rows.to(device), values.to(device))
+        self.space.assign_rows(rows.to(device), values.to(device))
+
+
+class CodebookProbe:
+    """Per step: L2 norm of the codebook's gradient and rows that got any; per log: drift."""
+
+    def __init__(self, space: StateSpace):
+        self.space = space
+        self.start = F.normalize(space.codebook.detach().float().clone(), dim=-1)
+        self.norm_sq, self.rows = 0.0, torch.zeros(space.num_states, dtype=torch.bool)
+        self.handle = space.codebook.register_hook(self._on_grad) if space.codebook.requires_grad else None
+
+    def _on_grad(self, grad: torch.Tensor) -> None:
+        g = grad.detach().float()
+        self.norm_sq += float((g * g).sum())
+        self.rows |= (g.abs().sum(dim=-1) > 0).cpu()
+
+    def pop(self) -> dict[str, float]:
+        out = {"codebook_grad_norm": self.norm_sq**0.5, "codebook_grad_rows": float(self.rows.sum())}
+        self.norm_sq, self.rows = 0.0, torch.zeros_like(self.rows)
+        return out
+
+    def drift(self) -> float:
+        """Mean 1 - cos between each code now and at the start of training."""
+        now = F.normalize(self.space.codebook.detach().float(), dim=-1)
+        return float(1 - (now * self.start.to(now.device)).sum(-1).mean())
+
+    def usage_perplexity(self, counts: torch.Tensor) -> float:
+        return usage_perplexity(counts)
