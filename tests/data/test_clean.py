@@ -24,7 +24,7 @@ def test_hostile_markup_is_cleaned_in_linear_time(piece):
 
 def test_one_huge_url_is_cleaned_in_linear_time():
     started = time.perf_counter()
-    assert clean_markup("[http://" + "a" * 50_000 + " tail") .endswith("tail")
+    assert clean_markup("[http://" + "a" * 50_000 + " tail").endswith("tail")
     assert time.perf_counter() - started < 1.0
 
 
@@ -40,10 +40,9 @@ def test_html_comments_are_removed_an_unclosed_one_to_the_end():
         ("{{lang|fr|Le Monde}} and {{lang-de|Die Welt}}", "Le Monde and Die Welt"),
         ("He wrote: {{quote|Rent control destroyed the Bronx.|Jane}}", "He wrote: Rent control destroyed the Bronx."),
         ("{{quote|text=Go home.|author=Ash}}", "Go home."),
-        ("Born {{cite web|url=http://x.org|title=Y}}in 1950.", "Born in 1950."),
     ],
 )
-def test_formatting_templates_keep_their_text_others_go(markup, text):
+def test_formatting_templates_keep_their_text(markup, text):
     assert clean_markup(markup) == text
 
 
