@@ -9,7 +9,9 @@
   with random states (eric/evaluate/coherence.py);
 - states used out of K on the training split, the ten most used, the state transitions
   of the same pass (eric/evaluate/state_transitions.py), the state explorer
-  (eric/evaluate/state_analysis.py).
+  (eric/evaluate/state_analysis.py);
+- on EntityWorld (corpus.kind: world): the checker over the samples, coherence on the
+  swaps the checker says break a rule, learned vs true states (eric/evaluate/world_metrics.py).
 Outputs: metrics/evaluate/<variant>.json (DVC metrics), outputs/analysis/<variant>/
 {coherence.csv, state_usage.csv, state_transitions.csv, state_explorer.html}; the
 numbers are logged to the variant's MLflow run (its train_stage_one run, else a new
@@ -96,14 +98,41 @@ def coherence(params: Params, variant: str, model, tokenizer) -> dict:
     from eric.evaluate.coherence import entity_coherence, write_rows
 
     e, m = params.evaluate, params.model
-    rows = _rows(params, "test", ["id", "source", "target", "unit_entities"], e.coherence_max_texts)
-    results = entity_coherence(model, tokenizer, rows, variant, batch_size=e.analysis_batch_size, seed=params.seed,
-                               max_source_length=m.max_source_length, max_target_length=m.max_target_length)
+    world = params.corpus.kind == "world"
+    columns = ["id", "source", "target", "unit_entities", *(["units"] if world else [])]
+    rows = _rows(params, "test", columns, e.coherence_max_texts)
+    options = dict(batch_size=e.analysis_batch_size, seed=params.seed, max_source_length=m.max_source_length,
+                   max_target_length=m.max_target_length)
+    if world:  # EntityWorld: only swaps the checker says break a rule
+        from eric.evaluate.world_metrics import world_coherence
+
+        results = world_coherence(model, tokenizer, rows, variant, **options)
+    else:
+        results = entity_coherence(model, tokenizer, rows, variant, **options)
     write_rows(results, analysis_dir(params, variant) / "coherence.csv")
     summary = {r.label: {"accuracy": r.accuracy, "cases": sum(r.total.values()),
                          "by_position": {str(k): v for k, v in r.by_position().items()}} for r in results}
     print("; ".join(f"coherence {label}: {v['accuracy']} over {v['cases']} cases" for label, v in summary.items()))
     return summary
+
+
+@stage_task
+def world_metrics(params: Params, variant: str, model, tokenizer) -> dict:
+    """EntityWorld: the checker over the samples (stage one, final, references) and, with a
+    model that has states, their agreement with the true states on the test split."""
+    from eric.evaluate.world_metrics import WORLD_COLUMNS, sample_checks, state_agreement
+    from eric.generate.schema import read_samples
+
+    e, m = params.evaluate, params.model
+    out = sample_checks(read_samples(resolve_path(params.sample.out_dir) / f"{variant}.parquet"), e.max_units)
+    if model is not None:
+        rows = _rows(params, "test", ["id", "source", "target", "unit_entities", *WORLD_COLUMNS], None)
+        out["states"] = state_agreement(model, tokenizer, rows, batch_size=e.analysis_batch_size, seed=params.seed,
+                                        max_source_length=m.max_source_length, max_target_length=m.max_target_length)
+    one = out["stage_one"]
+    print(f"world {variant}: parse rate {one['parse_rate']}, violations/unit {one['violation_rate']}, "
+          f"clean stories {one['clean_stories']}" + (f", NMI {out['states']['nmi']}" if "states" in out else ""))
+    return out
 
 
 @stage_task
@@ -176,12 +205,15 @@ def run(variant: str, params_path: str = "params.yaml") -> dict:
     shutil.rmtree(analysis_dir(params, variant), ignore_errors=True)  # no stale analyses
     metrics = {"variant": variant, **score_samples(params, variant)}
     config_has_state = params.model.variants[variant].state
+    model = tokenizer = None
     if params.evaluate.coherence or config_has_state:
         model, tokenizer = load_model(params, variant)
         if params.evaluate.coherence:
             metrics["coherence"] = coherence(params, variant, model, tokenizer)
         if config_has_state:
             metrics.update(state_space(params, variant, model, tokenizer))
+    if params.corpus.kind == "world":  # EntityWorld: the checker and the true states
+        metrics["world"] = world_metrics(params, variant, model if config_has_state else None, tokenizer)
     save(params, variant, metrics)
     return metrics
 

@@ -107,15 +107,15 @@ def run_preprocess(
     """Write the example sets; `overwrite` allows replacing an out-dir eric did not
     write; `protect` names more paths the out-dir must not hold (the params file)."""
     corpus, pp = cfg.corpus, cfg.preprocess
-    if corpus.kind == "world":  # generated, not read: EntityWorld writes its own sets
-        from eric.world.corpus import write_world_corpus
-
-        return write_world_corpus(cfg, progress)
     started = time.perf_counter()
     skips = SkipCounter()
     corpus_path = resolve_path(corpus.path)
     protected = {"the corpus": corpus_path, "the current folder": Path.cwd(), "the eric package": ERIC_PACKAGE}
     out_dir = check_out_dir(resolve_path(pp.out_dir), overwrite, {**protected, **(protect or {})})
+    if corpus.kind == "world":  # generated, not read: EntityWorld writes its own sets
+        from eric.world.corpus import write_world_corpus
+
+        return write_world_corpus(cfg, out_dir, progress)
     stories = read_corpus(corpus.kind, corpus_path, skips)
     if pp.max_stories:
         stories = islice(stories, pp.max_stories)

@@ -19,6 +19,7 @@ from eric.evaluate.coherence import plot_coherence
 from eric.evaluate.scoring import METRIC_NAMES, REFERENCE_FREE, format_value
 from eric.evaluate.state_analysis import plot_usage
 from eric.evaluate.state_transitions import transitions_html, transitions_markdown
+from eric.evaluate.world_metrics import WORLD_HEADER, WORLD_NOTE, world_rows
 
 DISPLAY_NAMES = {
     "eric": "ERIC",
@@ -109,6 +110,9 @@ def to_markdown(inputs: ReportInputs, plots: dict[str, str]) -> str:
              "Coherence: accuracy of preferring the original unit to one whose first placeholder was "
              "swapped for an earlier entity. Reused mention / random name: merge fallbacks "
              "(shares of placeholder occurrences).", ""]
+    world = world_rows(inputs.metrics, display_name)
+    if world:  # EntityWorld runs: the checker's figures and learned vs true states
+        parts += ["## EntityWorld", "", _markdown_table(WORLD_HEADER, world), "", WORLD_NOTE, ""]
     for title, name in plots.items():
         parts += [f"![{title}]({name})", ""]
     if inputs.transitions:
@@ -139,8 +143,13 @@ def to_html(inputs: ReportInputs, plots: dict[str, str]) -> str:
         "<h2>Automatic evaluation (as the paper's Table 2)</h2>",
         _html_table(["Model", *METRIC_NAMES], table_rows(inputs)),
         "<h2>Analyses</h2>", _html_table(["Model", *ANALYSIS_COLUMNS], analysis_rows(inputs)),
-        f"<div>{images}</div>", *_transitions_html(inputs), "</body></html>",
+        *_world_html(inputs), f"<div>{images}</div>", *_transitions_html(inputs), "</body></html>",
     ])
+
+
+def _world_html(inputs: ReportInputs) -> list[str]:
+    rows = world_rows(inputs.metrics, display_name)
+    return ["<h2>EntityWorld</h2>", _html_table(WORLD_HEADER, rows), f"<p>{html.escape(WORLD_NOTE)}</p>"] if rows else []
 
 
 def _transitions_html(inputs: ReportInputs) -> list[str]:

@@ -10,15 +10,14 @@ be checked without its mentions.
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from pathlib import Path
 
 import pyarrow as pa
 from tqdm import tqdm
 
-from eric.config import resolve_path
 from eric.data.examples import stage_one_target, stage_two_row
+from eric.data.outdir import Staging
 from eric.data.parquet_io import SplitWriter
 from eric.data.schema import STAGE_ONE, STAGE_TWO
 from eric.data.split import assign_split
@@ -71,13 +70,13 @@ def named_text(row: dict) -> str:
     return deanonymize(" ".join(row["units"]), row["mentions"])
 
 
-def write_world_corpus(cfg, progress: bool = True) -> PreprocessStats:
-    """Generate `corpus.world.stories` stories into `preprocess.out_dir` (swapped in whole)."""
+def write_world_corpus(cfg, out_dir: Path, progress: bool = True) -> PreprocessStats:
+    """Generate `corpus.world.stories` stories into `out_dir` (checked by the preprocess
+    entry point; built beside it and swapped in whole, as for any corpus)."""
     corpus, pp, world = cfg.corpus, cfg.preprocess, cfg.corpus.world
     started = time.perf_counter()
-    out_dir = resolve_path(pp.out_dir)
-    tmp = out_dir.with_name(out_dir.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
+    staging = Staging(out_dir)
+    tmp = staging.path
     one, two = SplitWriter(tmp / "stage_one", WORLD_STAGE_ONE), SplitWriter(tmp / "stage_two", STAGE_TWO)
     stats = PreprocessStats(corpus=corpus.name)
     stories = generate_stories(world.seed, world.stories, tuple(world.cast), pp.max_target_units)
@@ -92,13 +91,12 @@ def write_world_corpus(cfg, progress: bool = True) -> PreprocessStats:
             stats.splits[split].add(row["source"], named_text(row), len(row["units"]), row["n_entities"])
         one.close()
         two.close()
+        stats.seconds = time.perf_counter() - started
+        summary = stats.to_dict()
+        summary["world"] = {"seed": world.seed, "stories": world.stories, "cast": list(world.cast)}
+        (tmp / "stats.json").write_text(json.dumps(summary, indent=2) + "\n")
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        staging.abort()
         raise
-    shutil.rmtree(out_dir, ignore_errors=True)
-    tmp.rename(out_dir)
-    stats.seconds = time.perf_counter() - started
-    summary = stats.to_dict()
-    summary["world"] = {"seed": world.seed, "stories": world.stories, "cast": list(world.cast)}
-    (out_dir / "stats.json").write_text(json.dumps(summary, indent=2) + "\n")
+    staging.commit()
     return stats
