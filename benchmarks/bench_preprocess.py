@@ -16,6 +16,7 @@ from itertools import islice
 from pathlib import Path
 
 from eric.config import load_params
+from eric.data.dedupe import Deduper
 from eric.data.errors import SkipCounter
 from eric.data.nlp import load_pipeline
 from eric.data.pipeline import _tasks, run_preprocess
@@ -43,7 +44,7 @@ def params(kind: str, path: str, stories: int, out: Path, n_process: int = 1):
 def time_raw(cfg) -> float:
     skips = SkipCounter()
     stories = islice(read_corpus(cfg.corpus.kind, Path(cfg.corpus.path).resolve(), skips), cfg.preprocess.max_stories)
-    texts = [text for text, _ in _tasks(stories, cfg.preprocess, skips)]
+    texts = [text for text, _ in _tasks(stories, cfg.preprocess, skips, Deduper())]
     nlp = load_pipeline(split_sentences=cfg.corpus.kind != "wikiplots")
     start = time.perf_counter()
     for _ in nlp.pipe(texts, batch_size=cfg.preprocess.batch_size):
