@@ -29,7 +29,7 @@ OUTPUTS = {"stage_one", "stage_two", "stats.json", MARKER}
 
 
 def check_out_dir(out_dir: Path, overwrite: bool, protected: dict[str, Path]) -> Path:
-    """`out_dir` made absolute, or OutputError if writing it could lose a user's files."""
+    """The real path to write `out_dir` at, or OutputError if that could lose a user's files."""
     out = Path(os.path.abspath(out_dir))
     for folder in (out, *out.parents):  # the nearest existing one must be a folder
         if folder.exists() or folder.is_symlink():
@@ -43,7 +43,7 @@ def check_out_dir(out_dir: Path, overwrite: bool, protected: dict[str, Path]) ->
         if path == real or real in path.parents:
             raise OutputError(f"out-dir {out} holds {what} ({path}); choose another folder")
     if not out.is_dir() or overwrite:
-        return out
+        return real  # a symlinked out-dir: its target is replaced, the link stays
     entries = {entry.name for entry in out.iterdir()}
     foreign = sorted(entries - OUTPUTS)
     if foreign:
@@ -52,7 +52,7 @@ def check_out_dir(out_dir: Path, overwrite: bool, protected: dict[str, Path]) ->
     elif entries and MARKER not in entries and not {"stage_one", "stage_two"} <= entries:
         reason = f"it has no {MARKER} marker"
     else:
-        return out
+        return real
     raise OutputError(f"out-dir {out} exists and {reason}; choose another --out-dir, or --overwrite to replace it")
 
 

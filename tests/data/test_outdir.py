@@ -92,3 +92,12 @@ def test_exchange_swaps_two_folders_atomically(tmp_path):
     if not _exchange(a, b):
         pytest.skip("no renameat2 on this system (the two-rename fallback is used)")
     assert (a / "x").read_text() == "b" and (b / "x").read_text() == "a"
+
+
+def test_a_symlinked_out_dir_keeps_its_link_and_gets_the_output(params_for, corpus, tmp_path):
+    target, link = tmp_path / "big-disk" / "processed", tmp_path / "out"
+    target.mkdir(parents=True)
+    link.symlink_to(target)
+    run(params_for, corpus, link)
+    run(params_for, corpus, link)
+    assert link.is_symlink() and (target / "stats.json").is_file() and (target / MARKER).is_file()
