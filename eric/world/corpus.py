@@ -88,7 +88,8 @@ def write_world_corpus(cfg, out_dir: Path, progress: bool = True) -> PreprocessS
             two_row = stage_two_row(row, pp.stage_two_separator)
             if two_row is not None:
                 two.write(split, two_row)
-            stats.splits[split].add(row["source"], named_text(row), len(row["units"]), row["n_entities"])
+            stats.splits[split].add(row["source"], named_text(row), len(row["units"]), row["n_entities"],
+                                    mentions=len(row["mentions"]))  # every name is a generator span
         one.close()
         two.close()
         stats.seconds = time.perf_counter() - started

@@ -85,3 +85,10 @@ def test_an_out_dir_with_foreign_files_is_refused_as_for_any_corpus(tmp_path):
     with pytest.raises(OutputError, match="notes.txt"):
         run_preprocess(cfg, progress=False)
     assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+def test_stats_count_every_generated_mention_as_replaced(processed):
+    out, _ = processed
+    stats = json.loads((out / "stats.json").read_text())
+    mentions = sum(len(r["mentions"]) for s in SPLITS for r in pq.read_table(out / "stage_one" / f"{s}.parquet").to_pylist())
+    assert sum(stats[s]["mentions"] for s in SPLITS) == mentions > 0
