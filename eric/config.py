@@ -29,7 +29,7 @@ class WorldParams(Section):
     """`corpus.kind: world`: EntityWorld stories generated on the spot (eric/world)."""
 
     seed: int = 42
-    stories: int = Field(3000, ge=1)
+    stories: int = Field(2700, ge=1)  # about one epoch of the world profile (300 steps of 8)
     cast: tuple[int, int] = (3, 8)  # characters per story, inclusive range
 
     @model_validator(mode="after")
