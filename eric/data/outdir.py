@@ -62,6 +62,7 @@ class Staging:
     def __init__(self, out_dir: Path):
         self.out_dir = out_dir
         self.path = out_dir.with_name(f".{out_dir.name}.{secrets.token_hex(4)}.partial")
+        self.made = [p for p in out_dir.parents if not p.exists()]  # nearest first; removed on abort
         try:
             out_dir.parent.mkdir(parents=True, exist_ok=True)
             self.path.mkdir()  # fails rather than reuse an existing folder
@@ -78,6 +79,11 @@ class Staging:
 
     def abort(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
+        for folder in self.made:
+            try:
+                folder.rmdir()
+            except OSError:  # not empty (someone else's) or gone
+                break
 
 
 def _swap(new: Path, out: Path) -> None:

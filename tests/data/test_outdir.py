@@ -5,7 +5,7 @@ import json
 import pytest
 
 from eric.data import pipeline
-from eric.data.errors import OutputError
+from eric.data.errors import CorpusError, OutputError
 from eric.data.outdir import MARKER, _exchange
 from eric.data.pipeline import run_preprocess
 from tests.conftest import STORY_A, STORY_B
@@ -101,3 +101,10 @@ def test_a_symlinked_out_dir_keeps_its_link_and_gets_the_output(params_for, corp
     run(params_for, corpus, link)
     run(params_for, corpus, link)
     assert link.is_symlink() and (target / "stats.json").is_file() and (target / MARKER).is_file()
+
+
+def test_a_failed_run_removes_the_folders_it_made(params_for, tmp_path, write_jsonl):
+    corpus = write_jsonl([b"{not json"], "bad.jsonl")
+    with pytest.raises(CorpusError):
+        run_preprocess(params_for(corpus, "jsonl", out_dir=str(tmp_path / "new" / "deep" / "out")), progress=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.jsonl"]
