@@ -128,7 +128,8 @@ class EricPreTrainedModel(PreTrainedModel):
         if isinstance(module, StateSpace):
             std = self.config.codebook_init_std
             init.normal_(module.codebook, mean=0.0, std=self.config.init_std if std is None else std)
-            init.zeros_(module.usage_counts)
+            for buffer in (module.usage_counts, *module.bookkeeping()):  # non-persistent: rebuilt on load
+                init.zeros_(buffer)
         elif isinstance(module, EntityInput):  # a non-persistent buffer: rebuilt on every load
             init.copy_(module.token_ids, EntityInput.table(self.config.entity_token_ids))
         elif isinstance(module, EricForConditionalGeneration):

@@ -71,6 +71,10 @@ class StateSpace(nn.Module):
             self.register_buffer("ema_sizes", torch.zeros(num_states))
             self.register_buffer("ema_sums", torch.zeros(num_states, state_dim))
 
+    def bookkeeping(self) -> tuple[torch.Tensor, ...]:
+        """The training-time buffers that are not saved (zero at the start of a run)."""
+        return self.steps_since_used, self._used_this_step, self.recent, self.recent_filled
+
     @property
     def num_states(self) -> int:
         return self.codebook.shape[0]

@@ -88,8 +88,10 @@ def run_job(job: TrainingJob) -> dict:
     key = fingerprint(job)
     checkpoint_dir = resolve_path(job.params.train.checkpoint_dir) / job.stage / job.variant
     resume = CheckpointManager(checkpoint_dir, rank, fingerprint=key).peek()
+    uses_states = job.params.model.variants.get(job.variant) is not None and job.params.model.variants[job.variant].state
+    tags = {"state_space_recipe": job.params.model.state_space.recipe} if uses_states else {}
     tracker = start_run(
-        job.params.corpus.name, stage=job.stage, variant=job.variant, params=tracked_params(job),
+        job.params.corpus.name, stage=job.stage, variant=job.variant, params=tracked_params(job), tags=tags,
         run_id=(resume or {}).get("extra", {}).get("mlflow_run_id"),
         enabled=job.params.train.mlflow and rank.is_main,
     )
