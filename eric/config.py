@@ -161,7 +161,7 @@ class StateSpaceParams(Section):
     `recipe` names a bundle (RECIPES); any other key set here overrides the recipe's value.
     `paper` is the paper with the authors' code where the paper is silent, nothing added."""
 
-    recipe: Literal["paper", "legacy", "kmeans", "dead_codes", "ema", "entropy", "remedied"] = "paper"
+    recipe: Literal["paper", "legacy", "kmeans", "dead_codes", "ema", "entropy", "centered", "remedied"] = "paper"
     codebook_init_std: float | None = Field(None, gt=0)  # null: BART's init_std (0.02, the code)
     codebook_gradient: Literal["dense", "selected"] | None = None  # dense: the code's cosine path
     sentence_encoder_embeddings: Literal["own", "shared"] | None = None  # own: the code's copy
@@ -171,6 +171,7 @@ class StateSpaceParams(Section):
     dead_code_steps: int | None = Field(None, ge=0)  # 0: off; N: re-seed codes unused for N steps
     ema_decay: float | None = Field(None, ge=0, lt=1)  # 0: off (L_CL trains the codebook)
     entropy_weight: float | None = Field(None, ge=0)  # 0: off
+    event_norm: Literal["none", "batch"] | None = None  # batch: e_n centred over the batch
 
     def resolved(self) -> dict:
         """Every option's value: the recipe's, overridden by what is set here."""
@@ -186,14 +187,15 @@ class StateSpaceParams(Section):
 RECIPES: dict[str, dict] = {
     "paper": dict(codebook_init_std=0, codebook_gradient="dense", sentence_encoder_embeddings="own",
                   decay_codebook_and_embeddings=False, init="random", init_events=1024,
-                  dead_code_steps=0, ema_decay=0.0, entropy_weight=0.0),
+                  dead_code_steps=0, ema_decay=0.0, entropy_weight=0.0, event_norm="none"),
     "legacy": dict(codebook_init_std=1.0, codebook_gradient="selected", sentence_encoder_embeddings="shared",
                    decay_codebook_and_embeddings=True),
     "kmeans": dict(init="kmeans"),
     "dead_codes": dict(dead_code_steps=20),
     "ema": dict(ema_decay=0.99),
     "entropy": dict(entropy_weight=1.0),
-    "remedied": dict(init="kmeans", dead_code_steps=20, entropy_weight=1.0),
+    "centered": dict(event_norm="batch"),
+    "remedied": dict(init="kmeans", dead_code_steps=20, entropy_weight=1.0, event_norm="batch"),
 }
 
 

@@ -12,6 +12,27 @@ a switch reproduces the code and its default is the paper's behaviour:
     first_unit_state       paper True: unit 1 carries an entity and a state too;
                            code False: unit 1 gets neither and is no planner target
 
+The state space (docs/state-space.md). Defaults are the paper and the authors' code;
+params.yaml's `model.state_space.recipe` names bundles of these (eric/config.py RECIPES):
+
+    codebook_init_std      None: BART's init_std (0.02, the code's nn.Embedding);
+                           1.0 was this project's first version (nearly frozen under Adam)
+    codebook_gradient      dense (code): L_CL reaches every code through the cosines;
+                           selected: only the chosen rows
+    sentence_encoder_embeddings
+                           own (code): a copy of the token embeddings; shared: model.shared
+    decay_codebook_and_embeddings
+                           False (code: weight decay 0); True decays them with the rest
+  remedies, off by default:
+    state_init             random (paper) | kmeans: codes from k-means over the first
+                           `state_init_events` event vectors (eric/train/codebook.py)
+    dead_code_steps        0 = off; N: a code unused for N steps is re-seeded from a recent
+                           event vector (optimizer state reset; all ranks agree)
+    ema_decay              None = off; the codebook follows an EMA of assigned e_n
+    entropy_weight         0 = off; weight of log K - H(mean soft assignment) in the loss
+    event_norm             none (paper) | batch: e_n centred and scaled over the batch
+                           (BatchNorm without affine) before normalizing
+
 Ablations remove exactly one mechanism each: `use_state_attention` (w/o StateAttn),
 `use_state` (w/o s_n: state input, state space, predictor, sentence encoder and
 L_CL) and `use_entity` (with `use_state` off, w/o s_n & p_n: entity input and
@@ -56,6 +77,7 @@ class EricConfig(BartConfig):
     dead_code_steps: int = 0
     ema_decay: float | None = None
     entropy_weight: float | int = 0.0
+    event_norm: str = "none"
 
     sent_token_id: int | None = None
     entity_token_ids: list[int] | None = None
@@ -72,7 +94,7 @@ class EricConfig(BartConfig):
         if self.tau <= 0 or self.entity_temperature <= 0:
             raise ValueError("tau and entity_temperature must be > 0")
         choices = {"codebook_gradient": ("dense", "selected"), "sentence_encoder_embeddings": ("own", "shared"),
-                   "state_init": ("random", "kmeans")}
+                   "state_init": ("random", "kmeans"), "event_norm": ("none", "batch")}
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, not {getattr(self, name)!r}")

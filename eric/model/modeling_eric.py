@@ -419,4 +419,5 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
         weights = {k: v for k, v in self.model.encoder.state_dict().items() if not k.startswith("embed_tokens")}
         missing, unexpected = self.sentence_encoder.load_state_dict(weights, strict=False)
         own = {"event_proj.weight", "event_proj.bias", "embed_tokens.weight"}
+        own |= {k for k in self.sentence_encoder.state_dict() if k.startswith("event_norm.")}
         assert not unexpected and set(missing) <= own, (missing, unexpected)

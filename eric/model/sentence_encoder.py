@@ -131,6 +131,9 @@ class SentenceEncoder(nn.Module):
         self.layers = nn.ModuleList([BartEncoderLayer(config, layer_idx=i) for i in range(config.encoder_layers)])
         self.layernorm_embedding = nn.LayerNorm(config.d_model)
         self.event_proj = nn.Linear(config.d_model, config.state_dim)
+        # remedy (docs/state-space.md): centre and scale e_n over the batch before normalizing, so a
+        # direction every unit shares (what L_LM pulls them along) cannot take over
+        self.event_norm = nn.BatchNorm1d(config.state_dim, affine=False) if config.event_norm == "batch" else None
 
     def forward(
         self,
@@ -160,7 +163,12 @@ class SentenceEncoder(nn.Module):
             hidden = layer(hidden, _additive(same_unit, hidden.dtype))
         picked = self._last_layer_at_queries(hidden, same_unit, packed)
 
-        events = F.normalize(self.event_proj(picked), dim=-1)
+        projected = self.event_proj(picked)
+        if self.event_norm is not None:
+            valid = packed.query_valid
+            projected = projected.clone()
+            projected[valid] = self.event_norm(projected[valid].float()).to(projected.dtype)
+        events = F.normalize(projected, dim=-1)
         out = out.to(events.dtype)
         out[packed.query_found] = events.flatten(0, 1)[packed.query_slot]
         return out

@@ -76,7 +76,7 @@ def state_space_options(params: ModelParams) -> dict:
         sentence_encoder_embeddings=v["sentence_encoder_embeddings"],
         decay_codebook_and_embeddings=v["decay_codebook_and_embeddings"], state_init=v["init"],
         state_init_events=v["init_events"], dead_code_steps=v["dead_code_steps"],
-        ema_decay=v["ema_decay"] or None, entropy_weight=v["entropy_weight"],
+        ema_decay=v["ema_decay"] or None, entropy_weight=v["entropy_weight"], event_norm=v["event_norm"],
     )
 
 

@@ -150,3 +150,17 @@ def test_recent_events_keep_the_newest_and_ages_reset_on_use():
     space.age(used)
     space.age(torch.zeros(3, dtype=torch.bool))
     assert space.steps_since_used.tolist() == [1 if u else 2 for u in used.tolist()]
+
+
+def test_batch_event_norm_removes_the_direction_all_units_share():
+    model, batch = tiny_model(event_norm="batch"), make_batch(rows=6, units=(4, 5, 3))
+    model.train()
+    shared = torch.zeros(32)
+    shared[0] = 50.0  # a large bias every unit's projection carries
+    with torch.no_grad():
+        model.sentence_encoder.event_proj.bias.copy_(model.sentence_encoder.event_proj.bias + shared[:8])
+        plain = tiny_model(event_norm="none")
+        plain.load_state_dict(model.state_dict(), strict=False)
+    out, base = model(**batch), plain.train()(**batch)
+    assert float(out.event_cosine) < 0.5 < float(base.event_cosine)  # without centring: one direction
+    assert "sentence_encoder.event_norm.running_mean" in model.state_dict()
