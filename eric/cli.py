@@ -157,5 +157,60 @@ def sample(
     typer.echo(f"{len(rows)} stories -> {out}")
 
 
+humaneval_app = typer.Typer(no_args_is_help=True, help="Human evaluation as the paper's Table 3: "
+                            "prepare a pairwise study of two systems, then score its answers.")
+app.add_typer(humaneval_app, name="humaneval")
+
+
+@humaneval_app.command("prepare")
+def humaneval_prepare(
+    a: str = typer.Option(..., "--a", help="system A: a variant (its samples) or a file of generations"),
+    b: str = typer.Option(..., "--b", help="system B, the same way"),
+    n: int = typer.Option(200, "--n", help="test inputs to sample (all shared ones when fewer)"),
+    seed: Optional[int] = typer.Option(None, help="sampling and side seed [default: params seed]"),
+    annotators: int = typer.Option(3, help="annotators per item (majority vote, Fleiss' kappa)"),
+    inputs: Optional[Path] = typer.Option(None, help="inputs by id: a stage_one split or one per line "
+                                          "(needed when neither system's file has them)"),
+    out: Optional[Path] = typer.Option(None, help="study folder [default: outputs/humaneval/<a>_vs_<b>]"),
+    params: Path = typer.Option(Path("params.yaml"), help="params.yaml for sample.out_dir and seed (optional)"),
+) -> None:
+    """Write the annotation page, MTurk batch + template, Label Studio project and the private key."""
+    from eric.humaneval.command import ParamsError, prepare_study
+    from eric.humaneval.errors import HumanEvalError
+
+    try:
+        study, paths = prepare_study(a, b, n, seed, annotators, out, inputs, params)
+    except (ParamsError, HumanEvalError) as exc:
+        _fail(str(exc))
+    for note in study.key.notes:
+        typer.echo(f"note: {note}")
+    typer.echo(f"study {study.key.study_id}: {len(study.items)} items, {annotators} annotators each")
+    for name, path in paths.items():
+        typer.echo(f"  {name:18} {path}")
+    typer.echo("Keep key.json from the annotators; `eric humaneval score ANSWERS... --key` needs it.")
+
+
+@humaneval_app.command("score")
+def humaneval_score(
+    answers: list[Path] = typer.Argument(..., help="page exports (.json), MTurk results (.csv), Label Studio exports (.json)"),
+    key: list[Path] = typer.Option(..., "--key", help="the study's key.json (repeat for several studies: one row each)"),
+    out: Optional[Path] = typer.Option(None, help="scores folder [default: metrics/humaneval, read by the report]"),
+    strict: bool = typer.Option(False, help="fail on any problem in the answers instead of reporting it"),
+    mlflow: bool = typer.Option(True, "--mlflow/--no-mlflow", help="log each study to MLflow"),
+) -> None:
+    """Majority vote, win/lose/tie, Fleiss' kappa, sign test, entity issues: the paper's Table 3."""
+    from eric.humaneval.command import problem_lines, score_answers
+    from eric.humaneval.errors import HumanEvalError
+
+    try:
+        results, paths = score_answers(answers, key, out, strict, mlflow)
+    except HumanEvalError as exc:
+        _fail(str(exc))
+    typer.echo(paths["table"].read_text())
+    for line in problem_lines(results):
+        typer.secho(f"warning: {line}", fg=typer.colors.YELLOW, err=True)
+    typer.echo(f"scores -> {paths['table'].parent}")
+
+
 if __name__ == "__main__":
     app()

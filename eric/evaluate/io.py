@@ -1,7 +1,8 @@
 """Readers for files of generations (and of references or inputs).
 
 Formats:
-  released  the authors' release: one text per line, units separated by <mask>
+  released  the authors' release: one text per line, units separated by <mask>; as the
+            authors' scorer reads it, only the part after a line's last `|||` is the text
   lines     plain text, one text per line
   jsonl     one JSON object per line; text/input/reference fields by name
   parquet   one row per text; text/input/reference columns by name (the sample stage
@@ -81,13 +82,21 @@ def _read_text(path: Path) -> str:
         raise EvaluationError(f"{path}: not UTF-8 text (byte {exc.start})") from None
 
 
+def released_text(line: str) -> str:
+    """The text the authors' scorer (src/eval/eval.py) takes from a line of a generation
+    file: `line.strip().split("|||")[-1]`, so a prefix such as an input before `|||` is
+    not scored."""
+    return line.strip().split("|||")[-1]
+
+
 def _read_lines(path: Path, require_marker: bool) -> GenerationFile:
     texts, skipped = [], 0
     for line in _read_text(path).splitlines():
-        if not line.strip() or (require_marker and "<mask>" not in line):
+        text = released_text(line) if require_marker else line
+        if not text.strip() or (require_marker and "<mask>" not in text):
             skipped += 1
             continue
-        texts.append(line)
+        texts.append(text)
     return GenerationFile(texts, None, None, skipped, "")
 
 
