@@ -5,7 +5,8 @@ the analyses, the coherence and state-usage plots, the top state transitions.
 
 Reads metrics/evaluate/<variant>.json and outputs/analysis/<variant>/ for the variants
 in params.yaml, the references of outputs/samples/<first variant>.parquet (Truth: the
-reference-free metrics of the human texts) and metrics/train/<variant>.json (budget).
+reference-free metrics of the human texts), metrics/train/<variant>.json (budget) and the
+scored human-evaluation studies in metrics/humaneval/ (Table 3; `eric humaneval score`).
 Writes reports/results.md, results.html, coherence.png, state_usage.png and logs them,
 with every variant's numbers, to an MLflow run (stage `report`). A Prefect flow.
 """
@@ -19,6 +20,7 @@ from _flow import run_stage, stage_flow, stage_task
 
 from eric.config import Params, ParamsError, load_params, resolve_path
 from eric.evaluate.errors import EvaluationError
+from eric.humaneval.errors import HumanEvalError
 
 
 @stage_task
@@ -38,6 +40,7 @@ def collect(params: Params):
     from eric.evaluate.report import ReportInputs
     from eric.evaluate.state_analysis import read_usage
     from eric.evaluate.state_transitions import read_transitions
+    from eric.humaneval.command import SCORES_DIR, read_scores
 
     metrics, coherence, usage, transitions = {}, [], {}, {}
     for variant in params.variants:
@@ -51,7 +54,9 @@ def collect(params: Params):
         if (folder / "state_transitions.csv").is_file():
             transitions[variant] = read_transitions(folder / "state_transitions.csv")
     truth = truth_metrics(params)
-    return ReportInputs(metrics, truth, coherence, usage, about(params, metrics, truth), transitions=transitions)
+    humaneval = read_scores(resolve_path(SCORES_DIR))  # eric humaneval score, when a study was scored
+    return ReportInputs(metrics, truth, coherence, usage, about(params, metrics, truth), transitions=transitions,
+                        humaneval=humaneval)
 
 
 def truth_metrics(params: Params) -> dict | None:
@@ -133,4 +138,4 @@ def run(params_path: str = "params.yaml") -> dict:
 
 
 if __name__ == "__main__":
-    run_stage(run, ParamsError, EvaluationError)
+    run_stage(run, ParamsError, EvaluationError, HumanEvalError)

@@ -53,6 +53,7 @@ class ReportInputs:
     usage: dict[str, list[dict]] = field(default_factory=dict)  # variant -> state_usage rows
     about: list[str] = field(default_factory=list)  # lines: corpus, model size, budget, scoring
     transitions: dict[str, list[dict]] = field(default_factory=dict)  # variant -> state_transitions rows
+    humaneval: list[dict] = field(default_factory=list)  # scored studies (eric humaneval score), one row each
 
 
 def table_rows(inputs: ReportInputs) -> list[list[str]]:
@@ -110,6 +111,11 @@ def to_markdown(inputs: ReportInputs, plots: dict[str, str]) -> str:
              "Coherence: accuracy of preferring the original unit to one whose first placeholder was "
              "swapped for an earlier entity. Reused mention / random name: merge fallbacks "
              "(shares of placeholder occurrences).", ""]
+    if inputs.humaneval:  # scored human-evaluation studies
+        from eric.humaneval.table import to_markdown as humaneval_markdown
+
+        parts += ["## Manual evaluation (as the paper's Table 3)", "",
+                  humaneval_markdown(inputs.humaneval, display_name), ""]
     world = world_rows(inputs.metrics, display_name)
     if world:  # EntityWorld runs: the checker's figures and learned vs true states
         parts += ["## EntityWorld", "", _markdown_table(WORLD_HEADER, world), "", WORLD_NOTE, ""]
@@ -143,8 +149,17 @@ def to_html(inputs: ReportInputs, plots: dict[str, str]) -> str:
         "<h2>Automatic evaluation (as the paper's Table 2)</h2>",
         _html_table(["Model", *METRIC_NAMES], table_rows(inputs)),
         "<h2>Analyses</h2>", _html_table(["Model", *ANALYSIS_COLUMNS], analysis_rows(inputs)),
-        *_world_html(inputs), f"<div>{images}</div>", *_transitions_html(inputs), "</body></html>",
+        *_humaneval_html(inputs), *_world_html(inputs), f"<div>{images}</div>", *_transitions_html(inputs),
+        "</body></html>",
     ])
+
+
+def _humaneval_html(inputs: ReportInputs) -> list[str]:
+    if not inputs.humaneval:
+        return []
+    from eric.humaneval.table import to_html as humaneval_html
+
+    return ["<h2>Manual evaluation (as the paper's Table 3)</h2>", humaneval_html(inputs.humaneval, display_name)]
 
 
 def _world_html(inputs: ReportInputs) -> list[str]:

@@ -123,4 +123,18 @@ def log_study(key, result: dict, artifacts: list[Path], answers: list[Path]) -> 
             tracker.log_artifact(path)
 
 
-__all__ = ["prepare_study", "score_answers", "problem_lines", "ParamsError"]
+
+def read_scores(folder: Path) -> list[dict]:
+    """Scored studies in a scores folder (for the report), in file-name order; none: []."""
+    results = []
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise HumanEvalError(f"{path}: not a JSON file of scores (rerun `eric humaneval score`)") from None
+        if isinstance(data, dict) and {"study_id", "informativeness", "entity_issues"} <= set(data):
+            results.append(data)
+    return results
+
+
+__all__ = ["prepare_study", "score_answers", "problem_lines", "read_scores", "ParamsError"]

@@ -36,13 +36,12 @@ def has_issue(votes: list[str]) -> bool:
 def fleiss(labels_per_item: list[list[str]], categories: tuple[str, ...]) -> float | None:
     """Fleiss' kappa of equally many raters per item; None when it is undefined (no items,
     or every rating in one category, where chance agreement is 1)."""
+    import numpy as np
     from statsmodels.stats.inter_rater import fleiss_kappa
 
     if not labels_per_item:
         return None
     table = [[labels.count(c) for c in categories] for labels in labels_per_item]
-    import numpy as np
-
     with np.errstate(divide="ignore", invalid="ignore"):
         value = float(fleiss_kappa(table, method="fleiss"))
     return None if math.isnan(value) or math.isinf(value) else value

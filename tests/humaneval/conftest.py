@@ -16,9 +16,11 @@ from eric.humaneval.study import Key
 
 
 def sample_rows(system: str, n: int) -> list[dict]:
+    """Texts tell the systems apart by a word ("sunny" for ERIC, "rainy" else), not by name."""
+    weather = "sunny" if system == "ERIC" else "rainy"
     rows = []
     for i in range(n):
-        units = [f"{system} unit {u} of story {i} ." for u in range(3)]
+        units = [f"A {weather} unit {u} of story {i} ." for u in range(3)]
         rows.append({"id": f"story-{i:02d}", "input": f"The opening sentence of story {i} .",
                      "stage_one": "", "mentions_text": "", "mentions": [],
                      "final_text": "".join(f"<sent> {u} " for u in units), "reference": None,
