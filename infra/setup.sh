@@ -19,6 +19,12 @@ if [ ! -e /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 ] && [ "$(id -u)" = 0 ] && 
   (apt-get install -y -qq libjemalloc2 >/dev/null 2>&1 || true)
 fi
 
+# Debian's Chromium + ChromeDriver: the annotation page's browser test
+# (tests/humaneval/test_browser.py, skipped without them); optional.
+if ! command -v chromedriver >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  (apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq chromium chromium-driver >/dev/null 2>&1) || true
+fi
+
 # Telemetry off: DVC in the committed .dvc/config; Prefect and MLflow through
 # eric/env.py (imported by every stage) and infra/env.sh for shells.
 .venv/bin/dvc config core.analytics false
