@@ -40,7 +40,7 @@ def collect(params: Params):
     from eric.evaluate.report import ReportInputs
     from eric.evaluate.state_analysis import read_usage
     from eric.evaluate.state_transitions import read_transitions
-    from eric.humaneval.command import SCORES_DIR, read_scores
+    from eric.humaneval.command import read_scores, scores_dir
 
     metrics, coherence, usage, transitions = {}, [], {}, {}
     for variant in params.variants:
@@ -54,7 +54,7 @@ def collect(params: Params):
         if (folder / "state_transitions.csv").is_file():
             transitions[variant] = read_transitions(folder / "state_transitions.csv")
     truth = truth_metrics(params)
-    humaneval = read_scores(resolve_path(SCORES_DIR))  # eric humaneval score, when a study was scored
+    humaneval = read_scores(scores_dir(params))  # eric humaneval score, when a study was scored
     return ReportInputs(metrics, truth, coherence, usage, about(params, metrics, truth), transitions=transitions,
                         humaneval=humaneval)
 
@@ -84,6 +84,7 @@ def about(params: Params, metrics: dict[str, dict], truth: dict | None) -> list[
         f"{params.seed if params.sample.seed is None else params.sample.seed}",
         f"Model size: {size}; K = {m.num_states} states of D = {m.state_dim}",
         f"Training budget: {budget(params)}",
+        f"State-space recipe (model.state_space, docs/state-space.md): {recipes(params)}",
     ]
     featurizer = first.get("mauve_featurizer")
     lines.append(f"Scoring: {first.get('tokenizer', '?')}, at most {params.evaluate.max_units} units; MAUVE: "
@@ -91,6 +92,17 @@ def about(params: Params, metrics: dict[str, dict], truth: dict | None) -> list[
     if truth is None:
         lines.append("Truth: no references in the samples")
     return lines
+
+
+def recipes(params: Params) -> str:
+    """Each state-learning variant's recipe, as its training run recorded it."""
+    parts = []
+    for variant in params.variants:
+        path = resolve_path(params.train.metrics_dir) / f"{variant}.json"
+        recipe = json.loads(path.read_text()).get("state_space_recipe") if path.is_file() else None
+        if recipe:
+            parts.append(f"{variant} {recipe}")
+    return "; ".join(parts) or "no variant with states"
 
 
 def budget(params: Params) -> str:

@@ -88,8 +88,7 @@ def run_job(job: TrainingJob) -> dict:
     key = fingerprint(job)
     checkpoint_dir = resolve_path(job.params.train.checkpoint_dir) / job.stage / job.variant
     resume = CheckpointManager(checkpoint_dir, rank, fingerprint=key).peek()
-    uses_states = job.params.model.variants.get(job.variant) is not None and job.params.model.variants[job.variant].state
-    tags = {"state_space_recipe": job.params.model.state_space.recipe} if uses_states else {}
+    tags = {"state_space_recipe": recipe} if (recipe := state_space_recipe(job)) else {}
     tracker = start_run(
         job.params.corpus.name, stage=job.stage, variant=job.variant, params=tracked_params(job), tags=tags,
         run_id=(resume or {}).get("extra", {}).get("mlflow_run_id"),
@@ -119,10 +118,17 @@ def run_job(job: TrainingJob) -> dict:
     return metrics
 
 
+def state_space_recipe(job: TrainingJob) -> str | None:
+    """The `model.state_space.recipe` of a variant that learns states (None otherwise)."""
+    variant = job.params.model.variants.get(job.variant)
+    return job.params.model.state_space.recipe if variant is not None and variant.state else None
+
+
 def summarize(job: TrainingJob, result: TrainResult, run_id: str | None) -> dict:
     last_val = result.val_history[-1] if result.val_history else {}
     return {
         "stage": job.stage, "variant": job.variant, **result.summary(),
+        "state_space_recipe": state_space_recipe(job),
         "final_val_lm_loss": last_val.get("val_lm_loss"),
         "train_examples": len(job.train_set), "val_examples": len(job.val_set),
         "parameters": sum(p.numel() for p in job.model.parameters()),

@@ -123,3 +123,13 @@ def test_report_states_the_training_budget(tiny_project, tmp_path):
     (tmp_path / "eric.json").write_text(json.dumps({"steps": 200, "epochs": 0.6, "train_examples": 2707,
                                                     "parameters": 12_345_678}))
     assert report_stage.budget(params) == "eric 200 steps (0.6 epochs, 2707 examples, 12.3M parameters)"
+
+
+def test_report_names_the_state_space_recipe_each_variant_trained_with(tiny_project, tmp_path):
+    from eric.config import load_params
+
+    params = load_params(tiny_project / "params.yaml", {"train.metrics_dir": str(tmp_path)})
+    assert report_stage.recipes(params) == "no variant with states"
+    (tmp_path / "eric.json").write_text(json.dumps({"steps": 2, "state_space_recipe": "remedied"}))
+    (tmp_path / "bart.json").write_text(json.dumps({"steps": 2, "state_space_recipe": None}))
+    assert report_stage.recipes(params) == "eric remedied"
