@@ -196,15 +196,17 @@ def humaneval_score(
     key: list[Path] = typer.Option(..., "--key", help="the study's key.json (repeat for several studies: one row each)"),
     out: Optional[Path] = typer.Option(None, help="scores folder [default: metrics/humaneval, read by the report]"),
     strict: bool = typer.Option(False, help="fail on any problem in the answers instead of reporting it"),
-    mlflow: bool = typer.Option(True, "--mlflow/--no-mlflow", help="log each study to MLflow"),
+    mlflow: Optional[bool] = typer.Option(None, "--mlflow/--no-mlflow", help="log each study to MLflow "
+                                          "[default: params train.mlflow]"),
+    params: Path = typer.Option(Path("params.yaml"), help="params.yaml for the default folder and MLflow (optional)"),
 ) -> None:
     """Majority vote, win/lose/tie, Fleiss' kappa, sign test, entity issues: the paper's Table 3."""
-    from eric.humaneval.command import problem_lines, score_answers
+    from eric.humaneval.command import ParamsError, problem_lines, score_answers
     from eric.humaneval.errors import HumanEvalError
 
     try:
-        results, paths = score_answers(answers, key, out, strict, mlflow)
-    except HumanEvalError as exc:
+        results, paths = score_answers(answers, key, out, strict, mlflow, params)
+    except (ParamsError, HumanEvalError) as exc:
         _fail(str(exc))
     typer.echo(paths["table"].read_text())
     for line in problem_lines(results):

@@ -1,12 +1,14 @@
 """What `eric humaneval prepare` and `eric humaneval score` do, kept out of cli.py.
 
-prepare writes, under its out folder (default outputs/humaneval/<a>_vs_<b>/):
+prepare writes, under its out folder (default outputs/humaneval/<a>_vs_<b>/, beside
+sample.out_dir):
   key.json                    PRIVATE: which system is left per item; keep it from annotators
   page/annotate.html          the offline annotation page
   mturk/batch.csv, question.html
   labelstudio/config.xml, tasks.json
 score writes <out>/<a>_vs_<b>.json per study and <out>/table3.md (default
-metrics/humaneval/, which the report stage reads) and logs each study to MLflow.
+metrics/humaneval/, beside evaluate.metrics_dir, which the report stage reads) and logs
+each study to MLflow.
 """
 
 from __future__ import annotations
@@ -24,12 +26,17 @@ from eric.humaneval.study import Study, build_study, read_key, write_key
 from eric.humaneval.systems import read_system
 from eric.humaneval.table import to_markdown
 
-SCORES_DIR = "metrics/humaneval"  # where the report stage looks for scored studies
-STUDIES_DIR = "outputs/humaneval"
-
-
 def load(params: Path | None) -> Params:
     return load_params(params) if params is not None and params.is_file() else default_params()
+
+
+def scores_dir(cfg: Params) -> Path:
+    """Where scored studies go and the report looks: metrics/humaneval by default."""
+    return resolve_path(cfg.evaluate.metrics_dir).parent / "humaneval"
+
+
+def studies_dir(cfg: Params) -> Path:
+    return resolve_path(cfg.sample.out_dir).parent / "humaneval"
 
 
 def _read_inputs(path: Path) -> dict[str, str]:
@@ -52,7 +59,7 @@ def prepare_study(a: str, b: str, n: int = 200, seed: int | None = None, annotat
     sys_a, sys_b = read_system(a, samples_dir), read_system(b, samples_dir)
     study = build_study(sys_a, sys_b, n=n, seed=cfg.seed if seed is None else seed, annotators=annotators,
                         inputs=_read_inputs(inputs) if inputs else None, corpus=cfg.corpus.name)
-    out = out or resolve_path(STUDIES_DIR) / f"{sys_a.name}_vs_{sys_b.name}"
+    out = out or studies_dir(cfg) / f"{sys_a.name}_vs_{sys_b.name}"
     paths = {"key": write_key(study.key, out / "key.json"),
              "page": write_page(study, out / "page" / "annotate.html"),
              "mturk_batch": mturk.write_batch(study, out / "mturk" / "batch.csv"),
@@ -63,7 +70,8 @@ def prepare_study(a: str, b: str, n: int = 200, seed: int | None = None, annotat
 
 
 def score_answers(answers: list[Path], keys: list[Path], out: Path | None = None, strict: bool = False,
-                  mlflow: bool = True) -> tuple[list[dict], dict[str, Path]]:
+                  mlflow: bool | None = None, params: Path | None = None) -> tuple[list[dict], dict[str, Path]]:
+    """Score every key's study; `out` and `mlflow` default to params (train.mlflow)."""
     if not answers:
         raise HumanEvalError("no answers files given")
     loaded = [read_key(k) for k in keys]
@@ -79,7 +87,9 @@ def score_answers(answers: list[Path], keys: list[Path], out: Path | None = None
             found = ", ".join(f"{PROBLEMS[k]}: {len(v)}" for k, v in sorted(checked.problems.items()))
             raise HumanEvalError(f"study {key.study_id}: {found}")
         results.append(score_study(key, checked))
-    out = out or resolve_path(SCORES_DIR)
+    cfg = load(params) if out is None or mlflow is None else None
+    out = out or scores_dir(cfg)
+    mlflow = cfg.train.mlflow if mlflow is None else mlflow
     out.mkdir(parents=True, exist_ok=True)
     paths = {}
     for result in results:
