@@ -164,3 +164,18 @@ def test_batch_event_norm_removes_the_direction_all_units_share():
     out, base = model(**batch), plain.train()(**batch)
     assert float(out.event_cosine) < 0.5 < float(base.event_cosine)  # without centring: one direction
     assert "sentence_encoder.event_norm.running_mean" in model.state_dict()
+
+
+def test_the_contrastive_objective_is_learnable_end_to_end():
+    """A path check: on one fixed batch, the predictor, sentence encoder and codebook together
+    drive L_CL far below chance (a broken gradient path leaves it at chance)."""
+    torch.manual_seed(0)
+    model = tiny_model(num_states=32)
+    batch = make_batch(rows=6, units=(5, 6, 4), unit_len=6)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.0)
+    for _ in range(80):
+        out = model(**batch)
+        optimizer.zero_grad()
+        out.loss.backward()
+        optimizer.step()
+    assert float(out.contrastive_loss) < 0.6 * float(out.contrastive_chance)
