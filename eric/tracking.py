@@ -2,8 +2,15 @@
 
 Default store: `sqlite:///<project>/mlflow.db` with artifacts under `<project>/mlartifacts/`
 (both git-ignored). `MLFLOW_TRACKING_URI` overrides it (e.g. a server started from infra/).
-Runs carry the tags `stage`, `variant`, `corpus`, `git_commit`, `git_dirty`, so the MLflow UI
-can put variants side by side. Nothing here needs a server; only the main rank logs.
+Runs carry the tags `stage`, `variant`, `corpus`, `git_commit`, `git_dirty` (and
+`mlflow.source.git.commit`), so the MLflow UI can put variants side by side. Experiments are
+created as "custom model development" ones (`mlflow.experimentKind`), so MLflow 3 opens them
+in the runs view, not the GenAI one. Nothing here needs a server; only the main rank logs.
+
+Inside a pipeline execution (flows/pipeline.py) the environment names the parent:
+ERIC_PARENT_RUN_ID = the pipeline run. A stage run then nests under that execution's
+variant run (tags eric.role=variant, eric.variant=<variant>) when there is one, else under
+the pipeline run itself, and takes the pipeline run's git tags (the commit the execution ran).
 
     tracker = start_run("wikiplots-mini", stage="train_stage_one", variant="eric",
                         params=params.model_dump())
@@ -23,6 +30,10 @@ from eric.config import PROJECT_ROOT
 DEFAULT_DB = PROJECT_ROOT / "mlflow.db"
 DEFAULT_ARTIFACTS = PROJECT_ROOT / "mlartifacts"
 MAX_PARAM_CHARS = 6000  # MLflow's limit on a param value
+PARENT_ENV = "ERIC_PARENT_RUN_ID"  # the pipeline run of this execution (flows/pipeline.py)
+PIPELINE_TAG = "eric.pipeline_run_id"  # on every run of an execution: its pipeline run
+EXPERIMENT_KIND = {"mlflow.experimentKind": "custom_model_development"}  # MLflow 3: the runs view
+GIT_TAGS = ("git_commit", "git_dirty", "mlflow.source.git.commit")
 
 
 def tracking_uri() -> str:
@@ -66,19 +77,43 @@ def flatten(tree: dict, prefix: str = "") -> dict[str, str]:
 
 
 def experiment_id(client, name: str) -> str:
+    """The experiment's id, created if needed; tagged so MLflow 3 shows its runs table."""
     found = client.get_experiment_by_name(name)
-    if found is not None:
-        return found.experiment_id
-    location = None
-    if "MLFLOW_TRACKING_URI" not in os.environ:  # default store: artifacts beside the db
-        location = (DEFAULT_ARTIFACTS / name).as_uri()
+    if found is None:
+        location = None
+        if "MLFLOW_TRACKING_URI" not in os.environ:  # default store: artifacts beside the db
+            location = (DEFAULT_ARTIFACTS / name).as_uri()
+        try:
+            return client.create_experiment(name, artifact_location=location, tags=EXPERIMENT_KIND)
+        except Exception:  # created meanwhile by another process
+            found = client.get_experiment_by_name(name)
+            if found is None:
+                raise
+    for key, value in EXPERIMENT_KIND.items():
+        if found.tags.get(key) != value:  # an experiment made elsewhere (or by MLflow's GenAI default)
+            client.set_experiment_tag(found.experiment_id, key, value)
+    return found.experiment_id
+
+
+def pipeline_parent(client, variant: str) -> tuple[str | None, dict[str, str]]:
+    """Where a stage run of `variant` nests in this execution, and the tags it inherits:
+    (parent run id, tags), or (None, {}) outside a pipeline execution."""
+    pipeline = os.environ.get(PARENT_ENV)
+    if not pipeline:
+        return None, {}
     try:
-        return client.create_experiment(name, artifact_location=location)
-    except Exception:  # created meanwhile by another process
-        found = client.get_experiment_by_name(name)
-        if found is None:
-            raise
-        return found.experiment_id
+        run = client.get_run(pipeline)
+    except Exception as exc:
+        raise RuntimeError(f"{PARENT_ENV}={pipeline}: no such MLflow run ({exc})") from None
+    inherited = {k: v for k, v in run.data.tags.items() if k in GIT_TAGS}
+    inherited[PIPELINE_TAG] = pipeline
+    found = client.search_runs(
+        [run.info.experiment_id],
+        filter_string=f"tags.`mlflow.parentRunId` = '{pipeline}' and tags.`eric.role` = 'variant' "
+                      f"and tags.`eric.variant` = '{variant}'",
+        max_results=1,
+    )
+    return (found[0].info.run_id if found else pipeline), inherited
 
 
 class RunTracker:
@@ -141,8 +176,12 @@ def start_run(experiment: str, *, stage: str, variant: str, params: dict | None 
     if run_id is not None and _run_exists(client, run_id):
         client.update_run(run_id, status="RUNNING")
         return RunTracker(client, run_id)
-    all_tags = {"stage": stage, "variant": variant, "corpus": experiment, **git_state(),
-                **(tags or {})}
+    parent, inherited = pipeline_parent(client, variant)
+    git = git_state()
+    all_tags = {"stage": stage, "variant": variant, "corpus": experiment, **git,
+                "mlflow.source.git.commit": git["git_commit"], **inherited, **(tags or {})}
+    if parent:
+        all_tags["mlflow.parentRunId"] = parent  # MLflow's own nesting
     run = client.create_run(experiment_id(client, experiment), run_name=f"{stage}/{variant}",
                             tags={k: str(v) for k, v in all_tags.items()})
     tracker = RunTracker(client, run.info.run_id)
@@ -160,14 +199,18 @@ def _run_exists(client, run_id: str) -> bool:
 
 
 def find_run(experiment: str, *, stage: str, variant: str) -> str | None:
-    """The latest run id of a stage and variant (for stages that log into it later)."""
+    """The latest run id of a stage and variant (for stages that log into it later);
+    inside a pipeline execution, only that execution's runs count."""
     client = _client()
     found = client.get_experiment_by_name(experiment)
     if found is None:
         return None
+    query = f"tags.stage = '{stage}' and tags.variant = '{variant}'"
+    if os.environ.get(PARENT_ENV):
+        query += f" and tags.`{PIPELINE_TAG}` = '{os.environ[PARENT_ENV]}'"
     runs = client.search_runs(
         [found.experiment_id],
-        filter_string=f"tags.stage = '{stage}' and tags.variant = '{variant}'",
+        filter_string=query,
         order_by=["attributes.start_time DESC"], max_results=1,
     )
     return runs[0].info.run_id if runs else None

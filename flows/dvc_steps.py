@@ -1,14 +1,25 @@
-"""Running the DVC pipeline from a flow: DVC stays the single truth.
+"""Running the DVC pipeline from a flow: DVC stays the single truth, and the
+user's workspace is never touched.
 
-No overrides: `dvc repro`. Overrides (dotted params.yaml keys): `dvc exp run -S
-key=value ...`, a DVC experiment whose results land in the workspace, as `dvc
-exp run` always does (`git checkout params.yaml` returns to the committed knobs).
+Every execution is a DVC experiment (`dvc exp run [-S key=value ...]`) run in a
+checkout of its own: a git worktree of HEAD under .dvc/tmp/eric-runs/<id> (plus
+the workspace's uncommitted changes, as `dvc exp run` would take them), sharing
+the project's DVC cache. Its results stay there until the flow has read them
+(metrics, report, models); the worktree is then removed. The experiment remains:
+listed by `dvc exp show`, applied on purpose with `dvc exp apply <name>`, its
+outputs in the shared cache. params.yaml, dvc.lock and every output in the
+workspace keep what they were.
+
+(Not `dvc exp run --temp`: its temporary copy loses the git-ignored `cache: false`
+outputs - metrics, reports - before the flow can read them.)
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 from collections import deque
@@ -69,12 +80,75 @@ def check_overrides(params: dict, overrides: Mapping[str, Any]) -> None:
 
 
 def dvc_command(overrides: Mapping[str, Any], exp_name: str | None = None, force: bool = False) -> list[str]:
-    if not overrides:
-        return [*DVC, "repro", *(["--force"] if force else [])]
+    """`dvc exp run` with the overrides: an experiment, even with none (then the
+    committed params, as `dvc repro` would run them)."""
     args = [*DVC, "exp", "run", *(["--force"] if force else []), *(["--name", exp_name] if exp_name else [])]
     for key, value in overrides.items():
         args += ["-S", key if key.startswith(DELETE) else f"{key}={hydra_value(value)}"]
     return args
+
+
+RUNS_DIR = Path(".dvc") / "tmp" / "eric-runs"  # git-ignored by DVC's own .dvc/.gitignore
+
+
+def _git(root: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise PipelineError(f"git {args[0]} failed in {root}: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
+    return done.stdout
+
+
+def workspace_changes(root: Path) -> list[str]:
+    """Files that differ from HEAD: modified tracked files and untracked, not ignored ones."""
+    listed = _git(root, "ls-files", "-z", "--modified", "--others", "--exclude-standard")
+    return sorted({p for p in listed.split("\0") if p})
+
+
+def cache_dir(root: Path, env: Mapping[str, str]) -> str:
+    done = subprocess.run([*DVC, "cache", "dir"], cwd=root, env=dict(env), capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise PipelineError(f"dvc cache dir failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
+    return done.stdout.strip()
+
+
+def isolated_checkout(root: Path, name: str, outside: list[str], env: Mapping[str, str]) -> Path:
+    """A git worktree of HEAD at .dvc/tmp/eric-runs/<name> with the workspace's changes
+    copied in and the project's DVC cache; `outside`: relative paths that leave the
+    project (../shared/...), linked so that they resolve from the worktree as well."""
+    runs = root / RUNS_DIR
+    checkout = runs / name
+    if checkout.exists():
+        remove_checkout(root, checkout)
+    runs.mkdir(parents=True, exist_ok=True)
+    _git(root, "worktree", "add", "--quiet", "--detach", str(checkout), "HEAD")
+    for rel in workspace_changes(root):
+        src, dst = root / rel, checkout / rel
+        if src.is_file() and not src.is_symlink():
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dst)
+        elif not src.exists() and dst.exists():  # deleted in the workspace
+            dst.unlink()
+    for rel in outside:
+        parts = Path(rel).parts
+        ups = next((i for i, p in enumerate(parts) if p != ".."), len(parts))
+        if ups == 0 or ups == len(parts) or Path(rel).is_absolute():
+            continue
+        first = parts[ups]  # ../shared/x -> `shared`, beside the worktree as beside the project
+        target = Path(os.path.normpath(root.joinpath(*parts[: ups + 1]))).resolve()
+        link = Path(os.path.normpath(checkout.joinpath(*parts[: ups + 1])))
+        if not link.exists() and not link.is_symlink() and target.exists():
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.symlink_to(target)
+    subprocess.run([*DVC, "config", "--local", "cache.dir", cache_dir(root, env)], cwd=checkout, env=dict(env),
+                   capture_output=True, text=True, check=True)
+    return checkout
+
+
+def remove_checkout(root: Path, checkout: Path) -> None:
+    subprocess.run(["git", "worktree", "remove", "--force", str(checkout)], cwd=root, capture_output=True, check=False)
+    if checkout.exists():
+        shutil.rmtree(checkout, ignore_errors=True)
+    subprocess.run(["git", "worktree", "prune"], cwd=root, capture_output=True, check=False)
 
 
 def run_streaming(args: list[str], cwd: Path, env: dict[str, str], log: Callable[[str], None]) -> str:
@@ -112,7 +186,7 @@ def experiment_name(output: str) -> str | None:
 
 
 def read_metrics(root: Path, env: dict[str, str]) -> dict[str, dict]:
-    """The workspace's metrics files, as declared in dvc.yaml: {path: values}."""
+    """The metrics files of a checkout (`root`), as declared in dvc.yaml: {path: values}."""
     done = subprocess.run(
         [*DVC, "metrics", "show", "--json"], cwd=root, env=env, capture_output=True, text=True, check=False
     )

@@ -4,9 +4,12 @@
 
 or through a deployment (prefect.yaml): `prefect deployment run
 eric-pipeline/embedded-default`. Steps (tasks): read the git state, open the
-MLflow parent run, `dvc repro` / `dvc exp run -S ...` (each stage a Prefect
-flow of its own, reporting to the same server), read DVC's metrics, close the
-MLflow run with one child per variant. Returns the report.
+MLflow pipeline run with one child run per variant, make a checkout of its own
+(flows/dvc_steps.py: the workspace is never modified), `dvc exp run [-S ...]`
+there (each stage a Prefect flow run, a child of this flow run's `run_dvc` task;
+every output line in this flow run's log), read DVC's metrics, close the MLflow
+runs (params, metrics, curves, report, registered models), remove the checkout.
+Returns the report.
 """
 
 from __future__ import annotations
@@ -38,8 +41,10 @@ from dvc_steps import (  # noqa: E402
     check_overrides,
     dvc_command,
     experiment_name,
+    isolated_checkout,
     read_metrics,
     read_params,
+    remove_checkout,
     run_streaming,
 )
 from prefect import flow, get_run_logger, task  # noqa: E402
@@ -47,6 +52,7 @@ from prefect.cache_policies import NO_CACHE  # noqa: E402
 from prefect.context import get_run_context  # noqa: E402
 
 PROFILES = PROJECT_ROOT / "flows" / "profiles"
+PARENT_TASK_ENV = "ERIC_PREFECT_PARENT_TASK_RUN_ID"  # read by stages/_flow.py: run as a child of this task run
 # Deployment parameters -> params.yaml keys
 CORPUS_KEYS = {"corpus_path": "corpus.path", "corpus_kind": "corpus.kind", "corpus_name": "corpus.name"}
 MODEL_INIT_KEYS = ("model.init", "mentions.init")  # both stages start from the same checkpoint
@@ -118,11 +124,14 @@ for _name in ("prefect.flow_runs", "prefect.task_runs"):
 
 @task(cache_policy=NO_CACHE)
 def git_state(root: Path) -> dict[str, Any]:
+    """HEAD and whether tracked files differ from it (as eric/tracking.py judges it)."""
+
     def git(*args: str) -> str:
         done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False)
         return done.stdout.strip() if done.returncode == 0 else ""
 
-    return {"commit": git("rev-parse", "HEAD") or "unknown", "dirty": bool(git("status", "--porcelain"))}
+    dirty = git("status", "--porcelain", "--untracked-files=no")
+    return {"commit": git("rev-parse", "HEAD") or "unknown", "dirty": bool(dirty)}
 
 
 def _lock_busy(task, task_run, state) -> bool:
@@ -130,20 +139,28 @@ def _lock_busy(task, task_run, state) -> bool:
 
 
 @task(cache_policy=NO_CACHE, retries=2, retry_delay_seconds=30, retry_condition_fn=_lock_busy)
-def run_dvc(args: list[str], root: Path, env: dict[str, str]) -> str:
+def run_dvc(args: list[str], checkout: Path, env: dict[str, str]) -> str:
+    """DVC in the execution's own checkout; every line it (and each stage) prints goes to
+    this flow run's log, so `--watch` and the UI follow the stages."""
     logger = get_run_logger()
-    logger.info("$ %s", " ".join(["dvc", *args[3:]]))
-    return run_streaming(args, root, env, logger.info)
+    logger.info("$ %s   (in %s)", " ".join(["dvc", *args[3:]]), checkout)
+    env = {**env, PARENT_TASK_ENV: str(get_run_context().task_run.id)}  # stage flow runs: children of this task
+    return run_streaming(args, checkout, env, logger.info)
+
+
+@task(cache_policy=NO_CACHE)
+def make_checkout(root: Path, name: str, outside: list[str], env: dict[str, str]) -> Path:
+    return isolated_checkout(root, name, outside, env)
 
 
 @task(cache_policy=NO_CACHE, retries=3, retry_delay_seconds=5)
-def open_run(uri: str, experiment: str, name: str, tags: dict[str, str]) -> tuple[str, str]:
-    return review.open_pipeline_run(uri, experiment, name, tags)
+def open_run(uri: str, experiment: str, name: str, tags: dict[str, str], params: dict, variants: list[str]):
+    return review.open_pipeline_run(uri, experiment, name, tags, params, variants)
 
 
 @task(cache_policy=NO_CACHE, retries=3, retry_delay_seconds=5)
-def close_run(uri, exp_id, run_id, params, metrics, variants, report, ok) -> dict[str, str]:
-    return review.close_pipeline_run(uri, exp_id, run_id, params, metrics, variants, report, ok)
+def close_run(uri, exp_id, run_id, variant_runs, checkout, params, metrics, report, ok) -> dict[str, str]:
+    return review.close_pipeline_run(uri, exp_id, run_id, variant_runs, checkout, params, metrics, report, ok)
 
 
 def mlflow_experiment(params: dict, overrides: dict[str, Any]) -> str:
@@ -159,11 +176,15 @@ def _metrics_or_none(root: Path, env: dict[str, str]) -> dict[str, dict]:
         return {}
 
 
-def stage_env(uri: str, experiment: str, parent_run: str) -> dict[str, str]:
-    """What every stage inherits: this flow's Prefect server and MLflow run."""
+def stage_env(uri: str, experiment: str, parent_run: str, checkout: Path) -> dict[str, str]:
+    """What every stage inherits: this flow's Prefect server and MLflow run, the
+    checkout's own `eric` (never the workspace's: its relative paths would write there)."""
     env = dict(os.environ, MLFLOW_TRACKING_URI=uri, MLFLOW_EXPERIMENT_NAME=experiment, ERIC_PARENT_RUN_ID=parent_run)
     env.setdefault("DVC_NO_ANALYTICS", "1")
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH")]))
+    env["PYTHONUNBUFFERED"] = "1"  # stage output reaches the flow's log line by line, as it happens
+    others = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and Path(p).resolve() != PROJECT_ROOT]
+    env["PYTHONPATH"] = os.pathsep.join([str(checkout), *others])
+    env.setdefault("TORCH_EXTENSIONS_DIR", str(PROJECT_ROOT / ".torch_extensions"))  # compiled once, shared
     api = getattr(get_run_context().client, "api_url", None)
     if api:  # an ephemeral server too: stages then skip starting their own
         env["PREFECT_API_URL"] = str(api).rstrip("/")
@@ -183,39 +204,73 @@ def pipeline(
     exp_name: str | None = None,
     force: bool = False,
 ) -> dict[str, Any]:
-    """Run the DVC pipeline (overrides -> `dvc exp run -S`), record it in MLflow
-    (experiment: the corpus name, where eric/tracking.py puts the stages' runs)."""
+    """Run the DVC pipeline as a DVC experiment (overrides -> `dvc exp run -S`) in a
+    checkout of its own, and record it in MLflow (experiment: the corpus name, where
+    eric/tracking.py puts the stages' runs). The workspace is left as it is."""
     root = PROJECT_ROOT
     corpus = {"corpus_path": corpus_path, "corpus_kind": corpus_kind, "corpus_name": corpus_name}
     params = read_params(root)
     merged = gather_overrides(params, profile, overrides, variants, corpus, model_init)
+    effective = effective_params(root, merged)
     experiment = experiment or mlflow_experiment(params, merged)
     command = dvc_command(merged, exp_name, force)
     git = git_state(root)
     uri = review.tracking_uri(root)
     ctx = get_run_context()
+    flow_run = ctx.flow_run
     tags = {
         "mlflow.source.git.commit": git["commit"],
+        "git_commit": git["commit"],
+        "git_dirty": str(git["dirty"]).lower(),
         "mlflow.source.name": "flows/pipeline.py",
-        "eric.git_dirty": str(git["dirty"]).lower(),
         "dvc.command": " ".join(["dvc", *command[3:]]),
-        "prefect.flow_run_id": str(ctx.flow_run.id),
+        "prefect.flow_run_id": str(flow_run.id),
+        "prefect.flow_run_name": flow_run.name,
         "eric.profile": profile or "none",
     }
-    exp_id, run_id = open_run(uri, experiment, f"pipeline {ctx.flow_run.name}", tags)
-    env = stage_env(uri, experiment, run_id)
+    names = review.variant_names(effective, variants)
+    exp_id, run_id, variant_runs = open_run(uri, experiment, f"pipeline {flow_run.name}", tags, effective, names)
     report: dict[str, Any] = {"git": git, "command": tags["dvc.command"], "overrides": merged}
+    checkout = make_checkout(root, str(flow_run.id), outside_paths(effective), dict(os.environ))
+    env = stage_env(uri, experiment, run_id, checkout)
     ok = False
     try:
-        report["dvc_experiment"] = experiment_name(run_dvc(command, root, env))
+        report["dvc_experiment"] = experiment_name(run_dvc(command, checkout, env))
         ok = True
     finally:  # a failed execution is recorded too, with whatever metrics exist
-        params = read_params(root)
-        report["metrics"] = _metrics_or_none(root, env)
-        names = review.variant_names(params, variants)
-        report["variant_runs"] = close_run(uri, exp_id, run_id, params, report["metrics"], names, report, ok)
+        try:
+            report["metrics"] = _metrics_or_none(checkout, env)
+            report["variant_runs"] = close_run(
+                uri, exp_id, run_id, variant_runs, checkout, effective, report["metrics"], report, ok
+            )
+        finally:
+            remove_checkout(root, checkout)
     report["mlflow"] = {"tracking_uri": uri, "experiment_id": exp_id, "run_id": run_id}
     return report
+
+
+def effective_params(root: Path, overrides: dict[str, Any]) -> dict:
+    """params.yaml as the experiment will see it: the overrides applied by DVC's own
+    Hydra code to a copy (the file itself is left alone)."""
+    import tempfile
+
+    from dvc.utils.hydra import apply_overrides
+
+    params = read_params(root)
+    if not overrides:
+        return params
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = Path(tmp) / "params.yaml"
+        copy.write_text(yaml.safe_dump(params))
+        args = dvc_command(overrides)
+        apply_overrides(copy, [a for i, a in enumerate(args) if i and args[i - 1] == "-S"])
+        return yaml.safe_load(copy.read_text()) or {}
+
+
+def outside_paths(params: dict) -> list[str]:
+    """Relative paths in the params that leave the project (../shared/...): the
+    execution's checkout links them (flows/dvc_steps.py)."""
+    return sorted({v for v in review.flatten(params).values() if isinstance(v, str) and v.startswith("../")})
 
 
 def _parse_args(argv: list[str]) -> dict[str, Any]:

@@ -1,21 +1,28 @@
 """MLflow review of a pipeline execution: a parent run plus one child per variant.
 
 Layout, in the corpus's experiment (`wikiplots-mini`, ...: where eric/tracking.py
-logs the stages' own runs):
+logs the stages' own runs; tagged mlflow.experimentKind=custom_model_development,
+so MLflow 3 opens it in the runs view):
 - parent run `pipeline <flow run>`, tag eric.role=pipeline: git commit
-  (mlflow.source.git.commit), the DVC command and experiment, the Prefect flow
-  run, the params actually used (flattened params.yaml) and the metrics of files
-  that belong to no variant (stats.json -> stats.train.examples, ...).
+  (mlflow.source.git.commit, git_commit, git_dirty), the DVC command and
+  experiment, the Prefect flow run, the params actually used (params.yaml with the
+  overrides), the metrics of files that belong to no variant (stats.json ->
+  stats.examples_out, ...) and the report as artifacts: report/ (results.html,
+  results.md, plots), analysis/<variant>/ (state explorer, CSVs), samples/.
 - child run per variant, named after it, tags eric.role=variant and
-  eric.variant=<name> (and `variant`, as the stages' runs have): the final
-  metrics of that variant's files.
-So the UI, filtered by `tags."eric.role" = 'variant'`, shows one row per variant
-with its metrics side by side; expanded under its parent, one execution's table.
-Stages that log their own runs (curves) nest under the parent through the
-ERIC_PARENT_RUN_ID environment variable the flow hands to DVC.
+  eric.variant=<name> (and `variant`, as the stages' runs have), opened before DVC
+  starts: the params that define the variant (VARIANT_PARAMS), its final metrics
+  (train.*, evaluate.*) and its loss curves as step metrics, all under the same
+  names for every variant (a metric a variant lacks is NaN: states_used of BART);
+  its trained model under model/, registered as `<experiment>-<variant>` (a version
+  per execution: `models:/wikiplots-mini-eric/3`).
+- the stages' own runs (train_stage_one/<variant>, train_mentions, report) nest
+  under these (eric/tracking.py reads ERIC_PARENT_RUN_ID).
+So the runs table, filtered by ``tags.`eric.role` = 'variant'``, shows one row per
+variant with its params and metrics side by side (flows/compare.py prints it).
 
 A metrics file belongs to variant v when v is one of its folders or its file
-name: metrics/<v>/eval.json or metrics/eval/<v>.json.
+name: metrics/<v>/eval.json or metrics/evaluate/<v>.json.
 """
 
 from __future__ import annotations
@@ -29,6 +36,16 @@ from typing import Any
 
 PARAM_VALUE_LIMIT = 6000  # MLflow's limit on a param's value
 BATCH = 100  # MLflow takes at most 100 params per log_batch
+EXPERIMENT_KIND = {"mlflow.experimentKind": "custom_model_development"}  # MLflow 3: open in the runs view
+GIT_TAGS = ("mlflow.source.git.commit", "git_commit", "git_dirty", "mlflow.source.name")
+# What defines a variant run besides its model switches (model.variants.<name>.*):
+VARIANT_PARAMS = (
+    "corpus.name", "corpus.kind", "preprocess.max_stories", "model.size", "model.init", "model.num_states",
+    "model.state_dim", "model.state_space.recipe", "tokenizer.vocab_size", "train.max_steps", "train.epochs",
+    "train.micro_batch_size", "train.grad_accum_steps", "train.lr", "train.max_train_examples",
+    "sample.num_inputs", "evaluate.mauve", "seed",
+)
+RANDOM_STATES = " (random states)"  # the evaluate stage's label of the random-state coherence
 
 
 def tracking_uri(root: Path) -> str:
@@ -80,7 +97,7 @@ def split_by_variant(metrics: Mapping[str, dict], variants: list[str]) -> tuple[
         parts = PurePosixPath(path).with_suffix("").parts
         owner = next((v for v in variants if v in parts), None)
         label = [p for p in parts if p != owner][-1] if owner else parts[-1]
-        flat = numeric(flatten(values, f"{label}."))
+        flat = numeric(flatten(same_names(owner, values) if owner else values, f"{label}."))
         (per_variant[owner] if owner else shared).update(flat)
     return shared, per_variant
 
@@ -106,41 +123,181 @@ def _log(client, run_id: str, params: list | None = None, metrics: list | None =
         client.log_batch(run_id, params=params[i : i + BATCH], metrics=metrics[i : i + BATCH])
 
 
-def open_pipeline_run(uri: str, experiment: str, name: str, tags: Mapping[str, str]) -> tuple[str, str]:
-    """Create the parent run (RUNNING) before DVC starts; -> (experiment id, run id)."""
+def _experiment(client, name: str) -> str:
+    """The experiment's id, created (or tagged) so that MLflow 3 shows its runs table."""
+    found = client.get_experiment_by_name(name)
+    if found is None:
+        try:
+            return client.create_experiment(name, tags=EXPERIMENT_KIND)
+        except Exception:  # created meanwhile by a stage
+            found = client.get_experiment_by_name(name)
+            if found is None:
+                raise
+    for key, value in EXPERIMENT_KIND.items():
+        if found.tags.get(key) != value:
+            client.set_experiment_tag(found.experiment_id, key, value)
+    return found.experiment_id
+
+
+def variant_params(params: Mapping[str, Any], variant: str) -> dict[str, str]:
+    """The params that define a variant run: the same names for every variant."""
+    flat = flatten(params)
+    switches = ((params.get("model") or {}).get("variants") or {}).get(variant) or {}
+    out = {"variant": variant, **{f"model.{k}": v for k, v in switches.items()}}
+    for key in VARIANT_PARAMS:
+        out[key] = flat.get(key)
+    if switches and not switches.get("state", True):
+        out["model.state_space.recipe"] = "none"  # no state space to learn
+    return {k: str(v) for k, v in out.items()}
+
+
+def open_pipeline_run(
+    uri: str, experiment: str, name: str, tags: Mapping[str, str], params: Mapping[str, Any], variants: list[str]
+) -> tuple[str, str, dict[str, str]]:
+    """Create the parent run and its variant runs (RUNNING) before DVC starts, so that
+    the stages nest under them; -> (experiment id, run id, {variant: run id})."""
     from mlflow import MlflowClient
 
     client = MlflowClient(uri)
-    found = client.get_experiment_by_name(experiment)
-    exp_id = found.experiment_id if found else client.create_experiment(experiment)
+    exp_id = _experiment(client, experiment)
     run = client.create_run(exp_id, run_name=name, tags={"eric.role": "pipeline", "stage": "pipeline", **tags})
-    return exp_id, run.info.run_id
+    run_id = run.info.run_id
+    inherited = {k: v for k, v in tags.items() if k in GIT_TAGS or k.startswith(("dvc.", "prefect."))}
+    children = {}
+    for variant in variants:
+        child_tags = {
+            **inherited, "mlflow.parentRunId": run_id, "eric.role": "variant", "eric.variant": variant,
+            "variant": variant, "eric.pipeline_run_id": run_id,
+        }  # fmt: skip
+        child = client.create_run(exp_id, run_name=variant, tags=child_tags)
+        _log(client, child.info.run_id, _params(variant_params(params, variant)))
+        children[variant] = child.info.run_id
+    return exp_id, run_id, children
+
+
+def same_names(variant: str, values: Mapping[str, Any]) -> dict[str, Any]:
+    """Key segments named after the variant get a common name: coherence.eric ->
+    coherence.model, coherence.eric (random states) -> coherence.random_states."""
+    out = {}
+    for key, value in values.items():
+        name = "model" if key == variant else "random_states" if key == variant + RANDOM_STATES else key
+        out[name] = same_names(variant, value) if isinstance(value, Mapping) else value
+    return out
+
+
+def aligned(per_variant: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, float]]:
+    """Every variant gets every metric name (NaN where it has none)."""
+    names = sorted({k for values in per_variant.values() for k in values})
+    return {v: {k: values.get(k, math.nan) for k in names} for v, values in per_variant.items()}
 
 
 def close_pipeline_run(
     uri: str,
     exp_id: str,
     run_id: str,
+    variant_runs: Mapping[str, str],
+    checkout: Path | None,
     params: Mapping[str, Any],
     metrics: Mapping[str, dict],
-    variants: list[str],
     report: Mapping[str, Any],
     ok: bool,
 ) -> dict[str, str]:
-    """Log params, shared metrics, the report and one child run per variant."""
+    """Log params, shared metrics and the report on the parent; final metrics, curves
+    and the model (registered) on each variant run; close them all."""
     from mlflow import MlflowClient
 
     client = MlflowClient(uri)
+    variants = list(variant_runs)
     shared, per_variant = split_by_variant(metrics, variants)
     _log(client, run_id, _params(flatten(params)), _metrics(shared))
+    if report.get("dvc_experiment"):
+        client.set_tag(run_id, "dvc.experiment", report["dvc_experiment"])
     client.log_dict(run_id, dict(report), "pipeline_report.json")
-    children = {}
-    parent_tags = {t: v for t, v in client.get_run(run_id).data.tags.items() if t.startswith(("mlflow.source", "dvc."))}
-    for variant, values in per_variant.items():
-        tags = {**parent_tags, "mlflow.parentRunId": run_id, "eric.role": "variant", "eric.variant": variant, "variant": variant}
-        child = client.create_run(exp_id, run_name=variant, tags=tags)
-        _log(client, child.info.run_id, metrics=_metrics(values))
-        client.set_terminated(child.info.run_id, "FINISHED" if ok else "FAILED")
-        children[variant] = child.info.run_id
+    if checkout is not None:
+        log_report(client, run_id, checkout, params, variants)
+    curves = {v: stage_curves(client, exp_id, run_id, v) for v in variants}
+    finals = aligned(per_variant)
+    curve_names = sorted({k for c in curves.values() for k in c})
+    for variant, child in variant_runs.items():
+        history = curves[variant]
+        steps = [m for k in curve_names for m in history.get(k, [])]
+        steps += [_metric(k, math.nan, 0) for k in curve_names if k not in history]  # the same names everywhere
+        _log(client, child, metrics=_metrics(finals[variant]) + steps)
+        if checkout is not None and ok:
+            log_model(client, child, checkout, params, variant, client.get_experiment(exp_id).name)
+        client.set_terminated(child, "FINISHED" if ok else "FAILED")
     client.set_terminated(run_id, "FINISHED" if ok else "FAILED")
-    return children
+    return dict(variant_runs)
+
+
+def _metric(key: str, value: float, step: int, timestamp: int | None = None):
+    import time
+
+    from mlflow.entities import Metric
+
+    return Metric(key, value, timestamp or int(time.time() * 1000), step)
+
+
+def stage_curves(client, exp_id: str, pipeline_run: str, variant: str) -> dict[str, list]:
+    """The step metrics (loss curves, ...) the train_stage_one run of `variant` logged in
+    this execution, as `curve.<name>` histories."""
+    runs = client.search_runs(
+        [exp_id],
+        f"tags.`eric.pipeline_run_id` = '{pipeline_run}' and tags.stage = 'train_stage_one' "
+        f"and tags.variant = '{variant}'",
+        order_by=["attributes.start_time DESC"], max_results=1,
+    )  # fmt: skip
+    if not runs:
+        return {}
+    run = runs[0]
+    out = {}
+    for key in run.data.metrics:
+        if key.startswith(("summary.", "eval.")):
+            continue  # finals, logged from the DVC metrics files
+        history = client.get_metric_history(run.info.run_id, key)
+        out[f"curve.{key}"] = [_metric(f"curve.{key}", m.value, m.step, m.timestamp) for m in history]
+    return out
+
+
+def _setting(params: Mapping[str, Any], dotted: str, default: str) -> str:
+    return str(flatten(params).get(dotted) or default)
+
+
+def log_report(client, run_id: str, checkout: Path, params: Mapping[str, Any], variants: list[str]) -> None:
+    """The report (HTML, Markdown, plots), each variant's analysis (state explorer,
+    CSVs) and samples, from the execution's checkout, as the pipeline run's artifacts."""
+    report = checkout / _setting(params, "evaluate.report_dir", "reports")
+    if report.is_dir():
+        client.log_artifacts(run_id, str(report), "report")
+    analysis = checkout / _setting(params, "evaluate.analysis_dir", "outputs/analysis")
+    samples = checkout / _setting(params, "sample.out_dir", "outputs/samples")
+    for variant in variants:
+        if (analysis / variant).is_dir():
+            client.log_artifacts(run_id, str(analysis / variant), f"analysis/{variant}")
+        if (samples / f"{variant}.parquet").is_file():
+            client.log_artifact(run_id, str(samples / f"{variant}.parquet"), "samples")
+
+
+def registered_name(experiment: str, variant: str) -> str:
+    return metric_name(f"{experiment}-{variant}").replace("/", "_").replace(":", "_")
+
+
+def log_model(client, run_id: str, checkout: Path, params: Mapping[str, Any], variant: str, experiment: str):
+    """The variant's trained model (HF format) under model/, registered in the Model
+    Registry as `<experiment>-<variant>`, one version per execution."""
+    from mlflow.exceptions import MlflowException
+
+    folder = checkout / _setting(params, "train.out_dir", "models/stage_one") / variant
+    if not folder.is_dir():
+        return None
+    client.log_artifacts(run_id, str(folder), "model")
+    name = registered_name(experiment, variant)
+    try:
+        client.create_registered_model(name, description=f"ERIC stage-one model, variant {variant}, corpus {experiment}")
+    except MlflowException as exc:
+        if exc.error_code != "RESOURCE_ALREADY_EXISTS":
+            raise
+    source = f"{client.get_run(run_id).info.artifact_uri}/model"
+    version = client.create_model_version(name, source, run_id=run_id, tags={"variant": variant})
+    client.set_tag(run_id, "eric.registered_model", f"models:/{name}/{version.version}")
+    return version

@@ -20,6 +20,9 @@ Where the flow reports:
   state persists in <project>/.prefect (git-ignored), so its migrations run once.
 `run.fn(...)` runs the stage without Prefect at all (tasks then call straight
 through): what unit tests use.
+Under the pipeline flow, ERIC_PREFECT_PARENT_TASK_RUN_ID names its `run_dvc` task run:
+the stage's flow run is created as a child of it (Prefect's own subflow link, as
+`run_deployment(as_subflow=True)` makes), so the stages show under the pipeline run.
 """
 
 from __future__ import annotations
@@ -32,9 +35,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import eric  # noqa: F401  (applies eric.env defaults: offline hub, telemetry off)
-
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+# This checkout's `eric`, whatever PYTHONPATH or an editable install points at: its
+# params-relative paths then stay inside this checkout (a pipeline execution runs the
+# stages in a checkout of its own, flows/dvc_steps.py).
+if str(PROJECT_ROOT) not in sys.path[:1]:
+    sys.path.insert(0, str(PROJECT_ROOT))
+
+import eric  # noqa: E402, F401  (applies eric.env defaults: offline hub, telemetry off)
 
 # Set before Prefect is imported: its settings are read once, at import.
 PREFECT_DEFAULTS = {
@@ -150,7 +158,35 @@ def run_stage(stage: Flow, *errors: type[BaseException], argv: list[str] | None 
     if not least <= len(args) <= most:
         sys.exit(_usage(stage))
     call = stage if int(os.environ.get("RANK", "0")) == 0 else stage.fn
+    if call is stage and os.environ.get(PARENT_TASK_ENV):
+        call = lambda *a: run_as_child(stage, os.environ[PARENT_TASK_ENV], *a)  # noqa: E731
     try:
         return call(*args)
     except USER_ERRORS as exc:
         sys.exit(f"{stage.name}: {exc}")
+
+
+PARENT_TASK_ENV = "ERIC_PREFECT_PARENT_TASK_RUN_ID"
+
+
+def run_as_child(stage: Flow, parent_task_run_id: str, *args: Any) -> Any:
+    """Run `stage` as a flow run whose parent is the task run `parent_task_run_id` of
+    another process's flow run (the pipeline's `run_dvc`): Prefect's subflow link."""
+    from uuid import UUID
+
+    from prefect.client.orchestration import get_client
+    from prefect.flow_engine import run_flow
+    from prefect.states import Pending
+    from prefect.utilities.callables import get_call_parameters
+
+    parameters = get_call_parameters(stage.fn, args, {})
+    with get_client(sync_client=True) as client:
+        parent = client.read_task_run(UUID(parent_task_run_id))
+        flow_run = client.create_flow_run(
+            flow=stage,
+            parameters=stage.serialize_parameters(parameters),
+            state=Pending(),
+            parent_task_run_id=parent.id,
+            tags=["eric", f"pipeline:{parent.flow_run_id}"],
+        )
+    return run_flow(stage, flow_run=flow_run, parameters=parameters)

@@ -1,8 +1,12 @@
 """End to end on loopback, as README tells a newcomer: start the services, create
 the pool and deployments, trigger `prefect deployment run` on the smoke profile,
-let the worker run the DVC pipeline, then query the MLflow server: the pipeline
-run and every variant params.yaml declares have runs with metrics. Everything is
-torn down, whatever happens. Runs on a throw-away copy of the project."""
+let the worker run the DVC pipeline, then check what a researcher reviews: the
+workspace unchanged (the run is a DVC experiment, listed by `dvc exp show`), the
+stage flow runs children of the pipeline flow run and their output in its log, and
+on the MLflow server the pipeline run with one child per variant (params, the same
+metric names, curves), the stage runs nested, the report artifacts, a registered
+model version per variant. Everything is torn down, whatever happens. Runs on a
+throw-away copy of the project."""
 
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ def deployed(tmp_path_factory):
     base = tmp_path_factory.mktemp("e2e")
     root = copy_project(base)
     services = Services(root, base)
+    services.status_before = git_status(root)
     try:
         started = services.script("start")
         assert started.returncode == 0, started.stderr[-2000:]
@@ -48,12 +53,38 @@ def test_deployment_run_completes(deployed):
     assert "Completed" in run.stdout
 
 
-def test_pipeline_ran_on_the_copy_with_the_smoke_profile(deployed):
+def git_status(root) -> str:
+    return subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True, check=True).stdout
+
+
+def test_the_workspace_is_unchanged_and_the_run_is_a_dvc_experiment(deployed):
     services, _ = deployed
+    assert git_status(services.root) == services.status_before
+    assert not (services.root / "data" / "processed" / "stats.json").exists()  # outputs stay in the experiment
+    shown = subprocess.run(
+        [sys.executable, "-m", "dvc", "exp", "show", "--json"], cwd=services.root, capture_output=True, text=True, check=True
+    ).stdout
+    experiments = [e for rev in json.loads(shown) for e in rev.get("experiments") or []]
+    assert len(experiments) == 1
     smoke = yaml.safe_load((services.root / "flows" / "profiles" / "smoke.yaml").read_text())
-    stats = json.loads((services.root / "data" / "processed" / "stats.json").read_text())
-    assert stats["stories_in"] == smoke["preprocess.max_stories"]
-    assert stats["examples_out"] > 0
+    params = experiments[0]["revs"][0]["data"]["params"]["params.yaml"]["data"]
+    assert params["preprocess"]["max_stories"] == smoke["preprocess.max_stories"]
+    assert not list((services.root / ".dvc" / "tmp" / "eric-runs").glob("*-*"))  # the checkout is gone
+
+
+def test_stage_flow_runs_are_children_of_the_pipeline_run_and_log_into_it(deployed):
+    services, run = deployed
+    runs = get_json(f"{services.prefect_api}/flow_runs/filter", {})
+    (pipeline,) = [r for r in runs if r["flow_id"] == flow_id(services, "eric-pipeline")]
+    tasks = get_json(f"{services.prefect_api}/task_runs/filter", {"flow_runs": {"id": {"any_": [pipeline["id"]]}}})
+    run_dvc = {t["id"] for t in tasks if t["name"].startswith("run_dvc")}
+    stages = [r for r in runs if r["flow_id"] != pipeline["flow_id"]]
+    assert stages and all(r["parent_task_run_id"] in run_dvc for r in stages)
+    assert "Running stage 'train_stage_one@eric'" in run.stdout  # --watch shows the stages' progress
+
+
+def flow_id(services, name: str) -> str:
+    return next(f["id"] for f in get_json(f"{services.prefect_api}/flows/filter", {}) if f["name"] == name)
 
 
 def test_every_stage_reported_to_the_prefect_server(deployed):
@@ -88,10 +119,14 @@ def corpus_experiment(root) -> str:
 
 def test_mlflow_has_the_pipeline_run_and_every_variant(deployed):
     services, _ = deployed
+    exp = get_json(f"{services.mlflow_url}/api/2.0/mlflow/experiments/get-by-name?experiment_name={corpus_experiment(services.root)}")
+    tags = {t["key"]: t["value"] for t in exp["experiment"].get("tags", [])}
+    assert tags["mlflow.experimentKind"] == "custom_model_development"  # opens in the runs view
     runs = mlflow_runs(services.mlflow_url, corpus_experiment(services.root))
     pipelines = [r for r in runs if tags_of(r).get("eric.role") == "pipeline"]
     assert len(pipelines) == 1
     parent = pipelines[0]
+    parent_id = parent["info"]["run_id"]
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=services.root, capture_output=True, text=True).stdout
     assert parent["info"]["status"] == "FINISHED"
     assert tags_of(parent)["mlflow.source.git.commit"] == head.strip()
@@ -102,24 +137,51 @@ def test_mlflow_has_the_pipeline_run_and_every_variant(deployed):
     declared = list(params.get("variants") or [])
     children = {tags_of(r).get("eric.variant"): r for r in runs if tags_of(r).get("eric.role") == "variant"}
     assert set(children) == set(declared)
+    keys = {v: set(metrics_of(c)) for v, c in children.items()}
     for variant, child in children.items():
-        assert tags_of(child)["mlflow.parentRunId"] == parent["info"]["run_id"], variant
-        if runs_per_variant(services.root):
-            assert metrics_of(child), f"variant {variant} has a run but no metrics"
+        assert tags_of(child)["mlflow.parentRunId"] == parent_id, variant
+        assert {p["key"] for p in child["data"]["params"]} >= {"model.state", "model.state_space.recipe", "model.size", "train.max_steps", "corpus.name"}
+        assert keys[variant] == keys[declared[0]], variant  # the same metric names for every variant
+        assert {"evaluate.B-1", "evaluate.D-4", "curve.train_loss"} <= keys[variant]
+        history = get_json(f"{services.mlflow_url}/api/2.0/mlflow/metrics/get-history?run_id={child['info']['run_id']}&metric_key=curve.train_loss")
+        assert len(history["metrics"]) >= 2, variant  # a curve, not one number
+
+    # the stage runs: nested under their variant run (training) or the pipeline run, with its git tags
+    stage_runs = [r for r in runs if tags_of(r).get("stage") not in (None, "pipeline")]
+    assert stage_runs
+    by_id = {c["info"]["run_id"]: v for v, c in children.items()}
+    for stage_run in stage_runs:
+        t = tags_of(stage_run)
+        assert t["eric.pipeline_run_id"] == parent_id and t["git_commit"] == head.strip(), t["mlflow.runName"]
+        assert t["git_dirty"] == tags_of(parent)["git_dirty"]
+        expected = by_id.get(t["mlflow.parentRunId"])
+        assert expected == t["variant"] if t["stage"] == "train_stage_one" else t["mlflow.parentRunId"] == parent_id
 
 
-def runs_per_variant(root) -> bool:
-    """Whether dvc.yaml has stages per variant (foreach/matrix over ${variants}) yet."""
-    stages = yaml.safe_load((root / "dvc.yaml").read_text())["stages"].values()
-    return any("variants" in f"{stage.get('foreach', '')}{stage.get('matrix', '')}" for stage in stages)
-
-
-def test_report_artifact_is_on_the_mlflow_server(deployed):
+def test_report_artifacts_are_on_the_pipeline_run(deployed):
     services, _ = deployed
     runs = mlflow_runs(services.mlflow_url, corpus_experiment(services.root))
     run_id = next(r["info"]["run_id"] for r in runs if tags_of(r).get("eric.role") == "pipeline")
-    listed = get_json(f"{services.mlflow_url}/api/2.0/mlflow/artifacts/list?run_id={run_id}")
-    assert "pipeline_report.json" in {f["path"] for f in listed.get("files", [])}
+
+    def listed(path=""):
+        found = get_json(f"{services.mlflow_url}/api/2.0/mlflow/artifacts/list?run_id={run_id}&path={path}")
+        return {f["path"] for f in found.get("files", [])}
+
+    assert {"pipeline_report.json", "report", "analysis", "samples"} <= listed()
+    assert "report/results.html" in listed("report")
+    assert "analysis/eric/state_explorer.html" in listed("analysis/eric")
+
+
+def test_every_variant_has_a_registered_model_version(deployed):
+    services, _ = deployed
+    experiment = corpus_experiment(services.root)
+    children = {tags_of(r)["eric.variant"]: r for r in mlflow_runs(services.mlflow_url, experiment)
+                if tags_of(r).get("eric.role") == "variant"}
+    for variant, child in children.items():
+        found = get_json(f"{services.mlflow_url}/api/2.0/mlflow/model-versions/search?filter=name%3D%27{experiment}-{variant}%27")
+        versions = found.get("model_versions", [])
+        assert [v["run_id"] for v in versions] == [child["info"]["run_id"]], variant
+        assert tags_of(child)["eric.registered_model"] == f"models:/{experiment}-{variant}/{versions[0]['version']}"
 
 
 def test_a_stage_with_bad_params_fails_in_one_line(deployed, tmp_path):

@@ -6,9 +6,11 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
+
 from dvc.utils.hydra import apply_overrides
 from dvc_steps import (
     DvcLockBusy,
@@ -18,7 +20,9 @@ from dvc_steps import (
     dvc_command,
     experiment_name,
     hydra_value,
+    isolated_checkout,
     read_metrics,
+    remove_checkout,
     run_streaming,
 )
 
@@ -45,9 +49,44 @@ def test_hydra_value_round_trips_through_dvcs_own_parser(tmp_path, value):
     assert yaml.safe_load(params.read_text())["knob"] == value
 
 
-def test_no_overrides_is_dvc_repro():
-    assert dvc_command({})[-1] == "repro"
-    assert dvc_command({}, force=True)[-2:] == ["repro", "--force"]
+def test_every_execution_is_a_dvc_experiment_even_without_overrides():
+    assert dvc_command({})[3:] == ["exp", "run"]
+    assert dvc_command({}, force=True)[3:] == ["exp", "run", "--force"]
+
+
+def _git(root, *args):
+    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=root, check=True,
+                          capture_output=True, text=True).stdout
+
+
+def test_an_execution_runs_in_a_checkout_of_its_own_and_leaves_the_workspace_alone(tmp_path):
+    env = dict(os.environ, DVC_NO_ANALYTICS="1")
+    root, shared = tmp_path / "project", tmp_path / "shared"
+    root.mkdir()
+    shared.mkdir()
+    (shared / "corpus.txt").write_text("stories")
+    _git(root, "init", "-q")
+    subprocess.run([sys.executable, "-m", "dvc", "init", "-q"], cwd=root, env=env, check=True)
+    (root / "params.yaml").write_text("k: 1\n")
+    (root / "gone.txt").write_text("x")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "init")
+    (root / "params.yaml").write_text("k: 2\n")  # uncommitted changes go with the execution
+    (root / "new.py").write_text("print(1)")
+    (root / "gone.txt").unlink()
+    before = _git(root, "status", "--porcelain")
+
+    checkout = isolated_checkout(root, "run-1", ["../shared/corpus.txt"], env)
+    assert checkout == root / ".dvc" / "tmp" / "eric-runs" / "run-1"
+    assert (checkout / "params.yaml").read_text() == "k: 2\n" and (checkout / "new.py").is_file()
+    assert not (checkout / "gone.txt").exists()
+    assert (checkout / "../shared/corpus.txt").read_text() == "stories"  # as from the project
+    cache = subprocess.run([sys.executable, "-m", "dvc", "cache", "dir"], cwd=checkout, env=env,
+                           capture_output=True, text=True, check=True).stdout.strip()
+    assert Path(cache) == root / ".dvc" / "cache"
+    assert _git(root, "status", "--porcelain") == before
+    remove_checkout(root, checkout)
+    assert not checkout.exists() and "run-1" not in _git(root, "worktree", "list")
 
 
 def test_overrides_are_a_dvc_experiment():

@@ -7,7 +7,16 @@ from __future__ import annotations
 import pytest
 import yaml
 from dvc_steps import OverrideError
-from pipeline import PROFILES, _parse_args, gather_overrides, mlflow_experiment, pipeline, profile_overrides
+from pipeline import (
+    PROFILES,
+    _parse_args,
+    effective_params,
+    gather_overrides,
+    mlflow_experiment,
+    outside_paths,
+    pipeline,
+    profile_overrides,
+)
 
 from eric.config import DEFAULT_PARAMS
 
@@ -120,3 +129,12 @@ def test_prefect_yaml_deploys_this_flow_with_parameters_it_accepts():
         assert deployment["entrypoint"] == "flows/pipeline.py:pipeline"
         assert deployment["work_pool"]["name"] == "eric-process"
         assert set(deployment["parameters"]) <= accepted, deployment["name"]
+
+
+def test_the_effective_params_are_params_yaml_with_the_overrides_and_the_file_stays(tmp_path):
+    original = "seed: 1\nvariants: [eric, bart]\ncorpus: {path: ../shared/c.zip, name: x}\n"
+    (tmp_path / "params.yaml").write_text(original)
+    merged = {"seed": 2, "variants": ["bart"], "~corpus.name": None}
+    assert effective_params(tmp_path, merged) == {"seed": 2, "variants": ["bart"], "corpus": {"path": "../shared/c.zip"}}
+    assert (tmp_path / "params.yaml").read_text() == original
+    assert outside_paths(effective_params(tmp_path, {})) == ["../shared/c.zip"]

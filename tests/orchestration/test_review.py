@@ -7,6 +7,7 @@ import math
 import pytest
 from mlflow import MlflowClient
 from review import (
+    aligned,
     close_pipeline_run,
     flatten,
     numeric,
@@ -14,12 +15,21 @@ from review import (
     split_by_variant,
     tracking_uri,
     variant_names,
+    variant_params,
 )
 
 METRICS = {
     "data/processed/stats.json": {"examples_out": 40, "corpus": "wikiplots-mini", "train": {"examples": 35}},
     "metrics/eric/eval.json": {"bleu": 2.5, "distinct": {"d4": 0.9}},
     "metrics/eval/no_states.json": {"bleu": 2.1, "ok": True, "bad": math.nan},
+}
+PARAMS = {
+    "seed": 42,
+    "corpus": {"name": "c", "kind": "wikiplots", "path": "x.zip"},
+    "model": {"size": "tiny", "num_states": 16, "state_space": {"recipe": "paper"},
+              "variants": {"eric": {"state": True, "entity": True}, "no_states": {"state": False, "entity": True}}},
+    "train": {"max_steps": 2, "out_dir": "models/stage_one"},
+    "variants": ["eric", "no_states"],
 }
 
 
@@ -46,6 +56,28 @@ def test_metric_files_go_to_their_variant_by_folder_or_file_name():
     }
 
 
+def test_every_variant_gets_the_same_metric_names():
+    # the evaluate stage names coherence after the variant: eric, "eric (random states)"
+    metrics = {
+        "metrics/evaluate/eric.json": {"coherence": {"eric": {"accuracy": 0.5}, "eric (random states)": {"accuracy": 0.2}}, "states_used": 9},
+        "metrics/evaluate/bart.json": {"coherence": {"bart": {"accuracy": 0.4}}},
+    }
+    _, per_variant = split_by_variant(metrics, ["eric", "bart"])
+    assert per_variant["eric"] == {
+        "evaluate.coherence.model.accuracy": 0.5, "evaluate.coherence.random_states.accuracy": 0.2, "evaluate.states_used": 9.0}
+    same = aligned(per_variant)
+    assert list(same["eric"]) == list(same["bart"])
+    assert same["bart"]["evaluate.coherence.model.accuracy"] == 0.4 and math.isnan(same["bart"]["evaluate.states_used"])
+
+
+def test_variant_params_name_the_switches_recipe_size_budget_and_corpus():
+    eric, plain = variant_params(PARAMS, "eric"), variant_params(PARAMS, "no_states")
+    assert set(eric) == set(plain)
+    assert eric["model.state"] == "True" and plain["model.state"] == "False"
+    assert eric["model.state_space.recipe"] == "paper" and plain["model.state_space.recipe"] == "none"
+    assert eric["model.size"] == "tiny" and eric["train.max_steps"] == "2" and eric["corpus.name"] == "c"
+
+
 def test_tracking_uri_defaults_to_the_project_sqlite(monkeypatch, tmp_path):
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     assert tracking_uri(tmp_path) == f"sqlite:///{tmp_path}/mlflow.db"
@@ -62,54 +94,106 @@ def store(tmp_path_factory):
         yield f"sqlite:///{path}/mlflow.db"
 
 
-def test_one_parent_run_and_one_child_per_variant(store):
+def _execution(uri, experiment, metrics, variants=("eric", "no_states"), ok=True, checkout=None, name="pipeline test"):
+    tags = {"mlflow.source.git.commit": "abc123", "git_commit": "abc123", "git_dirty": "false"}
+    exp_id, run_id, runs = open_pipeline_run(uri, experiment, name, tags, PARAMS, list(variants))
+    close_pipeline_run(uri, exp_id, run_id, runs, checkout, PARAMS, metrics, {"command": "dvc exp run"}, ok=ok)
+    return exp_id, run_id, runs
+
+
+def test_one_parent_run_and_one_child_per_variant(store, tmp_path):
     uri = store
-    exp_id, run_id = open_pipeline_run(uri, "eric", "pipeline test", {"mlflow.source.git.commit": "abc123"})
-    params = {"seed": 42, "corpus": {"path": "x.zip"}, "variants": ["eric", "no_states"]}
-    report = {"command": "dvc repro"}
-    children = close_pipeline_run(uri, exp_id, run_id, params, METRICS, ["eric", "no_states"], report, ok=True)
+    checkout = tmp_path / "checkout"
+    (checkout / "reports").mkdir(parents=True)
+    (checkout / "reports" / "results.html").write_text("<h1>results</h1>")
+    (checkout / "models" / "stage_one" / "eric").mkdir(parents=True)
+    (checkout / "models" / "stage_one" / "eric" / "config.json").write_text("{}")
+    exp_id, run_id, children = _execution(uri, "eric", METRICS, checkout=checkout)
 
     client = MlflowClient(uri)
+    assert client.get_experiment(exp_id).tags["mlflow.experimentKind"] == "custom_model_development"
     parent = client.get_run(run_id)
     assert parent.info.status == "FINISHED"
     assert parent.data.tags["eric.role"] == "pipeline"
     assert parent.data.params["corpus.path"] == "x.zip"
     assert parent.data.params["variants"] == "['eric', 'no_states']"
     assert parent.data.metrics == {"stats.examples_out": 40.0, "stats.train.examples": 35.0}
-    assert [a.path for a in client.list_artifacts(run_id)] == ["pipeline_report.json"]
+    assert {a.path for a in client.list_artifacts(run_id)} == {"pipeline_report.json", "report"}
+    assert [a.path for a in client.list_artifacts(run_id, "report")] == ["report/results.html"]
 
     assert set(children) == {"eric", "no_states"}
-    eric = client.get_run(children["eric"])
-    assert eric.info.run_name == "eric"
+    eric, plain = client.get_run(children["eric"]), client.get_run(children["no_states"])
+    assert eric.info.run_name == "eric" and eric.info.status == "FINISHED"
     assert eric.data.tags["mlflow.parentRunId"] == run_id
     assert eric.data.tags["eric.variant"] == "eric"
-    assert eric.data.tags["mlflow.source.git.commit"] == "abc123"
+    assert eric.data.tags["mlflow.source.git.commit"] == "abc123" and eric.data.tags["git_dirty"] == "false"
     assert eric.data.metrics == {"eval.bleu": 2.5, "eval.distinct.d4": 0.9}
+    assert set(plain.data.metrics) == set(eric.data.metrics) and math.isnan(plain.data.metrics["eval.distinct.d4"])
+    assert eric.data.params["model.state"] == "True" and set(eric.data.params) == set(plain.data.params)
     found = client.search_runs([exp_id], "tags.`eric.role` = 'variant'")
     assert {r.info.run_name for r in found} == {"eric", "no_states"}
+    # the trained model: an artifact of its variant run, a version in the registry
+    (version,) = client.search_model_versions("name = 'eric-eric'")
+    assert version.run_id == children["eric"] and eric.data.tags["eric.registered_model"] == "models:/eric-eric/1"
+    assert [a.path for a in client.list_artifacts(children["eric"], "model")] == ["model/config.json"]
+
+
+def test_a_stage_run_nests_under_its_variant_and_its_curves_reach_the_variant_run(store, monkeypatch):
+    from eric import tracking
+
+    uri = store
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    tags = {"mlflow.source.git.commit": "abc123", "git_commit": "abc123", "git_dirty": "false"}
+    exp_id, run_id, runs = open_pipeline_run(uri, "eric-nested", "pipeline nested", tags, PARAMS, ["eric"])
+    monkeypatch.setenv("ERIC_PARENT_RUN_ID", run_id)
+    train = tracking.start_run("eric-nested", stage="train_stage_one", variant="eric", params={"train": {"lr": 1}})
+    for step, loss in ((1, 3.0), (2, 2.5)):
+        train.log_metrics({"train_loss": loss}, step=step)
+    train.finish()
+    mentions = tracking.start_run("eric-nested", stage="train_mentions", variant="mentions")
+    mentions.finish()
+    assert tracking.find_run("eric-nested", stage="train_stage_one", variant="eric") == train.run_id
+    close_pipeline_run(uri, exp_id, run_id, runs, None, PARAMS, {}, {}, ok=True)
+
+    client = MlflowClient(uri)
+    nested = client.get_run(train.run_id).data.tags
+    assert nested["mlflow.parentRunId"] == runs["eric"] and nested["eric.pipeline_run_id"] == run_id
+    assert nested["git_commit"] == "abc123" and nested["git_dirty"] == "false"  # the execution's, not the checkout's
+    assert client.get_run(mentions.run_id).data.tags["mlflow.parentRunId"] == run_id
+    assert [(m.step, m.value) for m in client.get_metric_history(runs["eric"], "curve.train_loss")] == [(1, 3.0), (2, 2.5)]
 
 
 def test_a_failed_execution_is_recorded_as_failed(store):
     uri = store
-    exp_id, run_id = open_pipeline_run(uri, "eric-failing", "pipeline failing", {})
-    close_pipeline_run(uri, exp_id, run_id, {"seed": 1}, {}, ["eric"], {}, ok=False)
+    exp_id, run_id, _ = _execution(uri, "eric-failing", {}, variants=["eric"], ok=False)
     client = MlflowClient(uri)
     assert client.get_run(run_id).info.status == "FAILED"
     (child,) = client.search_runs([exp_id], "tags.`eric.role` = 'variant'")
     assert child.info.status == "FAILED" and child.data.metrics == {}
 
 
-def test_compare_prints_one_row_per_variant_of_the_latest_execution(store):
-    from compare import CompareError, variant_table
+def test_compare_prints_table_two_of_the_latest_execution(store):
+    from compare import CompareError, render, select, variant_table
 
     uri = store
     for bleu in (1.0, 3.0):  # two executions; the latest wins
-        exp_id, run_id = open_pipeline_run(uri, "eric-compare", "pipeline", {})
-        metrics = {"metrics/eric/eval.json": {"bleu": bleu}, "metrics/bart/eval.json": {"bleu": bleu / 2}}
-        close_pipeline_run(uri, exp_id, run_id, {}, metrics, ["eric", "bart"], {}, ok=True)
+        metrics = {
+            "metrics/evaluate/eric.json": {"B-1": bleu, "D-4": 0.5, "states_used": 9, "extra": 1},
+            "metrics/evaluate/no_states.json": {"B-1": bleu / 2, "D-4": 0.25, "extra": 2},
+        }
+        _execution(uri, "eric-compare", metrics)
     table = variant_table(uri, "eric-compare")
-    assert table["eval.bleu"].to_dict() == {"bart": 1.5, "eric": 3.0}
+    shown = select(table, everything=False)
+    assert list(shown.columns) == ["B-1", "D-4", "States used"]
+    assert shown["B-1"].to_dict() == {"eric": 3.0, "no_states": 1.5}
     assert len(variant_table(uri, "eric-compare", every=True)) == 4
+    assert "evaluate.extra" in select(variant_table(uri, "eric-compare", with_params=True), everything=True).columns
+
+    text = render(shown, "text", width=30)
+    assert all(len(line) <= 30 for line in text.splitlines())
+    assert text.count("variant") == 2 and "–" in text  # two blocks; no_states has no states
+    assert render(shown, "markdown").splitlines()[0] == "| variant | B-1 | D-4 | States used |"
+    assert render(shown, "csv").splitlines()[1:] == ["eric,3.0,0.5,9.0", "no_states,1.5,0.25,"]
     with pytest.raises(CompareError, match="no MLflow experiment 'nope'"):
         variant_table(uri, "nope")
 
