@@ -21,6 +21,23 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
+def embedding_gradients(model, batch) -> None:
+    """Where L_CL and L_LM send gradient at init: the LM's token embeddings (model.shared),
+    the sentence encoder's layers, and (own embeddings) the sentence encoder's copy."""
+    model.train()
+    out = model(**batch)
+    for name in ("lm_loss", "contrastive_loss"):
+        model.zero_grad(set_to_none=True)
+        getattr(out, name).backward(retain_graph=True)
+        norms = {}
+        for label, prefix in (("lm embeddings", "model.shared"), ("sentence encoder layers", "sentence_encoder.layers"),
+                              ("sentence encoder embeddings", "sentence_encoder.embed_tokens")):
+            grads = [p.grad for n, p in model.named_parameters() if n.startswith(prefix) and p.grad is not None]
+            norms[label] = sum(float(g.norm()) ** 2 for g in grads) ** 0.5
+        print(f"{name}: gradient norm " + ", ".join(f"{k} {v:.3g}" for k, v in norms.items()))
+    model.eval()
+
+
 def main() -> None:
     from eric.config import load_params, resolve_path
     from eric.data.collate import StageOneCollator
@@ -59,6 +76,7 @@ def main() -> None:
         ids.append(state_ids[state_ids >= 0])
         events.append(e[state_ids >= 0])
     ids, events = torch.cat(ids), torch.cat(events)
+    embedding_gradients(model, collator(rows[:8]))
     cosine, rank = event_spread(events)
     counts = torch.bincount(ids, minlength=m.num_states)
     print(f"init={args.init or 'random'} units={events.shape[0]} e_n mean cosine={float(cosine):.3f} "
