@@ -49,7 +49,8 @@ running() {
 launch() {
   local name=$1; shift
   mkdir -p "$STATE/logs"
-  (cd "$ROOT" && exec setsid "$@" >"$STATE/logs/$name.log" 2>&1 </dev/null) &
+  echo "--- $(date -u +%FT%TZ) $name start" >>"$STATE/logs/$name.log"  # appended: a restart keeps the history
+  (cd "$ROOT" && exec setsid "$@" >>"$STATE/logs/$name.log" 2>&1 </dev/null) &
   echo $! >"$(pidfile "$name")"
 }
 

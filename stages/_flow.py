@@ -157,9 +157,7 @@ def run_stage(stage: Flow, *errors: type[BaseException], argv: list[str] | None 
     least, most = _arity(stage)
     if not least <= len(args) <= most:
         sys.exit(_usage(stage))
-    call = stage if int(os.environ.get("RANK", "0")) == 0 else stage.fn
-    if call is stage and os.environ.get(PARENT_TASK_ENV):
-        call = lambda *a: run_as_child(stage, os.environ[PARENT_TASK_ENV], *a)  # noqa: E731
+    call = flow_call(stage) if int(os.environ.get("RANK", "0")) == 0 else stage.fn
     try:
         return call(*args)
     except USER_ERRORS as exc:
@@ -167,6 +165,13 @@ def run_stage(stage: Flow, *errors: type[BaseException], argv: list[str] | None 
 
 
 PARENT_TASK_ENV = "ERIC_PREFECT_PARENT_TASK_RUN_ID"
+
+
+def flow_call(stage: Flow) -> Callable[..., Any]:
+    """How a stage's main process runs its flow: a child of the pipeline's task run
+    when PARENT_TASK_ENV names one, else a flow run of its own."""
+    parent = os.environ.get(PARENT_TASK_ENV)
+    return (lambda *args: run_as_child(stage, parent, *args)) if parent else stage
 
 
 def run_as_child(stage: Flow, parent_task_run_id: str, *args: Any) -> Any:

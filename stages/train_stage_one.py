@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sys
 
-from _flow import quiet_user_errors, stage_flow, stage_task
+from _flow import flow_call, quiet_user_errors, stage_flow, stage_task
 
 from eric.config import Params, ParamsError, load_variant_params, resolve_path
 from eric.train.errors import TrainError
@@ -98,7 +98,7 @@ def main(argv: list[str]) -> None:
     if not args:
         sys.exit("usage: python stages/train_stage_one.py <variant> [params.yaml]")
     quiet_user_errors(ParamsError, TrainError)
-    call = run if current_rank().is_main else run.fn  # one flow run: rank 0's
+    call = flow_call(run) if current_rank().is_main else run.fn  # one flow run: rank 0's
     try:
         call(*args[:2])
     except (ParamsError, TrainError) as exc:
