@@ -78,9 +78,14 @@ def test_stage_flow_runs_are_children_of_the_pipeline_run_and_log_into_it(deploy
     (pipeline,) = [r for r in runs if r["flow_id"] == flow_id(services, "eric-pipeline")]
     tasks = get_json(f"{services.prefect_api}/task_runs/filter", {"flow_runs": {"id": {"any_": [pipeline["id"]]}}})
     run_dvc = {t["id"] for t in tasks if t["name"].startswith("run_dvc")}
-    stages = [r for r in runs if r["flow_id"] != pipeline["flow_id"]]
+    stages = [r for r in runs if r["flow_id"] != pipeline["flow_id"] and r["state_type"] == "COMPLETED"]
     assert stages and all(r["parent_task_run_id"] in run_dvc for r in stages)
-    assert "Running stage 'train_stage_one@eric'" in run.stdout  # --watch shows the stages' progress
+    messages, offset = [], 0
+    while page := get_json(f"{services.prefect_api}/logs/filter",
+                           {"logs": {"flow_run_id": {"any_": [pipeline["id"]]}}, "limit": 200, "offset": offset}):
+        messages += [entry["message"] for entry in page]
+        offset += len(page)
+    assert any("Running stage 'train_stage_one@eric'" in m for m in messages)  # the stages' progress, in its log
 
 
 def flow_id(services, name: str) -> str:
@@ -142,9 +147,9 @@ def test_mlflow_has_the_pipeline_run_and_every_variant(deployed):
         assert tags_of(child)["mlflow.parentRunId"] == parent_id, variant
         assert {p["key"] for p in child["data"]["params"]} >= {"model.state", "model.state_space.recipe", "model.size", "train.max_steps", "corpus.name"}
         assert keys[variant] == keys[declared[0]], variant  # the same metric names for every variant
-        assert {"evaluate.B-1", "evaluate.D-4", "curve.train_loss"} <= keys[variant]
-        history = get_json(f"{services.mlflow_url}/api/2.0/mlflow/metrics/get-history?run_id={child['info']['run_id']}&metric_key=curve.train_loss")
-        assert len(history["metrics"]) >= 2, variant  # a curve, not one number
+        assert {"evaluate.B-1", "evaluate.D-4", "curve.train_loss", "curve.val_loss"} <= keys[variant]
+        history = get_json(f"{services.mlflow_url}/api/2.0/mlflow/metrics/get-history?run_id={child['info']['run_id']}&metric_key=curve.val_loss")
+        assert len(history["metrics"]) >= 2, variant  # a curve (validation at step 0 and at the end), not one number
 
     # the stage runs: nested under their variant run (training) or the pipeline run, with its git tags
     stage_runs = [r for r in runs if tags_of(r).get("stage") not in (None, "pipeline")]
