@@ -159,9 +159,12 @@ class StateSpaceParams(Section):
     """How the K entity states are learned (eric/model/state_space.py, docs/state-space.md).
 
     `recipe` names a bundle (RECIPES); any other key set here overrides the recipe's value.
-    `paper` is the paper with the authors' code where the paper is silent, nothing added."""
+    `paper` is the paper with the authors' code where the paper is silent, nothing added.
+    `auto` (the default) picks by init, from the measurements in docs/state-space.md:
+    AUTO_RECIPE["random"] from random weights, AUTO_RECIPE["pretrained"] from `model.init`."""
 
-    recipe: Literal["paper", "legacy", "kmeans", "dead_codes", "ema", "entropy", "centered", "remedied"] = "paper"
+    recipe: Literal["auto", "paper", "legacy", "kmeans", "dead_codes", "ema", "entropy", "centered",
+                    "remedied"] = "auto"
     codebook_init_std: float | None = Field(None, gt=0)  # null: BART's init_std (0.02, the code)
     codebook_gradient: Literal["dense", "selected"] | None = None  # dense: the code's cosine path
     sentence_encoder_embeddings: Literal["own", "shared"] | None = None  # own: the code's copy
@@ -173,13 +176,27 @@ class StateSpaceParams(Section):
     entropy_weight: float | None = Field(None, ge=0)  # 0: off
     event_norm: Literal["none", "batch"] | None = None  # batch: e_n centred over the batch
 
-    def resolved(self) -> dict:
+    def effective_recipe(self, init: str | None = None) -> str:
+        """The recipe in force for a model started from `init` (a checkpoint dir or None)."""
+        return effective_recipe(self.recipe, init)
+
+    def resolved(self, init: str | None = None) -> dict:
         """Every option's value: the recipe's, overridden by what is set here."""
-        values = {**RECIPES["paper"], **RECIPES[self.recipe]}
+        values = {**RECIPES["paper"], **RECIPES[self.effective_recipe(init)]}
         values.update({k: v for k, v in self.model_dump(exclude={"recipe"}).items() if v is not None})
         if values["codebook_init_std"] == 0:
             values["codebook_init_std"] = None
         return values
+
+
+# `recipe: auto`: what the measurements favour (docs/state-space.md, README's state-space table)
+AUTO_RECIPE = {"random": "remedied", "pretrained": "paper"}
+
+
+def effective_recipe(recipe: str, init: str | None) -> str:
+    if recipe != "auto":
+        return recipe
+    return AUTO_RECIPE["pretrained" if init else "random"]
 
 
 # name -> the options it sets (on top of `paper`). `legacy` is this project's first version,

@@ -34,6 +34,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from eric.config import effective_recipe
+
 PARAM_VALUE_LIMIT = 6000  # MLflow's limit on a param's value
 BATCH = 100  # MLflow takes at most 100 params per log_batch
 EXPERIMENT_KIND = {"mlflow.experimentKind": "custom_model_development"}  # MLflow 3: open in the runs view
@@ -148,6 +150,8 @@ def variant_params(params: Mapping[str, Any], variant: str) -> dict[str, str]:
         out[key] = flat.get(key)
     if switches and not switches.get("state", True):
         out["model.state_space.recipe"] = "none"  # no state space to learn
+    elif out.get("model.state_space.recipe"):
+        out["model.state_space.recipe"] = effective_recipe(out["model.state_space.recipe"], flat.get("model.init"))
     return {k: str(v) for k, v in out.items()}
 
 

@@ -70,7 +70,7 @@ def eric_options(params: ModelParams, variant: str, ids: SpecialTokenIds) -> dic
 
 def state_space_options(params: ModelParams) -> dict:
     """EricConfig's state-space fields from `model.state_space` (its recipe + overrides)."""
-    v = params.state_space.resolved()
+    v = params.state_space.resolved(params.init)
     return dict(
         codebook_init_std=v["codebook_init_std"], codebook_gradient=v["codebook_gradient"],
         sentence_encoder_embeddings=v["sentence_encoder_embeddings"],

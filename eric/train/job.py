@@ -121,7 +121,8 @@ def run_job(job: TrainingJob) -> dict:
 def state_space_recipe(job: TrainingJob) -> str | None:
     """The `model.state_space.recipe` of a variant that learns states (None otherwise)."""
     variant = job.params.model.variants.get(job.variant)
-    return job.params.model.state_space.recipe if variant is not None and variant.state else None
+    m = job.params.model
+    return m.state_space.effective_recipe(m.init) if variant is not None and variant.state else None
 
 
 def summarize(job: TrainingJob, result: TrainResult, run_id: str | None) -> dict:

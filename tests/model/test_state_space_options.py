@@ -87,12 +87,15 @@ def test_hard_negatives_are_the_default_as_in_the_paper():
 
 
 def test_recipes_resolve_with_overrides_and_paper_is_faithful():
-    paper = StateSpaceParams().resolved()
+    paper = StateSpaceParams(recipe="paper").resolved()
     assert paper["codebook_gradient"] == "dense" and paper["sentence_encoder_embeddings"] == "own"
     assert paper["codebook_init_std"] is None and paper["decay_codebook_and_embeddings"] is False
     assert paper["init"] == "random" and paper["dead_code_steps"] == 0 and paper["entropy_weight"] == 0
     legacy = StateSpaceParams(recipe="legacy").resolved()
     assert legacy["codebook_init_std"] == 1.0 and legacy["codebook_gradient"] == "selected"
+    auto = StateSpaceParams()
+    assert auto.effective_recipe(None) == "remedied" and auto.effective_recipe("/models/bart-base") == "paper"
+    assert auto.resolved("/models/bart-base") == StateSpaceParams(recipe="paper").resolved()
     mixed = StateSpaceParams(recipe="remedied", entropy_weight=0.0).resolved()
     assert mixed["init"] == "kmeans" and mixed["dead_code_steps"] > 0 and mixed["entropy_weight"] == 0
 
