@@ -157,7 +157,8 @@ def run_one(spec: str, args) -> tuple[str, dict]:
     out = (args.out / label).resolve()
     params_path = write_params(out, recipe, overrides, args.set)
     start = time.time()
-    train(params_path, args.threads, out / "train.log")
+    if not (args.analyse_only and (out / "models" / "eric" / "config.json").is_file()):
+        train(params_path, args.threads, out / "train.log")
     row = analyse(params_path, args.threads, args.coherence_texts)
     row["wall_seconds"] = round(time.time() - start)
     log_to_mlflow(params_path, label, row)
@@ -195,6 +196,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--coherence-texts", type=int, default=None, help="test texts for coherence (all)")
     parser.add_argument("--out", type=Path, default=ROOT / "outputs" / "state_space")
+    parser.add_argument("--analyse-only", action="store_true", help="reuse a recipe's trained model if it is there")
     args = parser.parse_args()
     ensure_tokenizer(write_params(args.out / "_tokenizer", "paper", {}, args.set), args.threads)
     with ThreadPoolExecutor(args.jobs) as pool:
