@@ -119,9 +119,9 @@ def state_agreement(model, tokenizer, rows: list[dict], *, batch_size: int = 16,
 
 
 # -- the report's EntityWorld table ---------------------------------------------------------
-WORLD_HEADER = ["Model", "Parse rate", "Violations / unit", "Clean stories", "Parse rate (names)",
-                "Violations / unit (names)", "Clean stories (names)", "Coherence", "NMI", "Purity",
-                "States used (test)"]
+WORLD_HEADER = ["Model", "Parse rate", "Violations / unit", "State violations / unit", "Clean stories",
+                "Parse rate (names)", "Violations / unit (names)", "State violations / unit (names)",
+                "Clean stories (names)", "Coherence", "NMI", "Purity", "States used (test)"]
 
 
 def _pct(value) -> str:
@@ -134,7 +134,8 @@ def _num(value, digits: int = 3) -> str:
 
 def _checks_cells(world: dict, key: str) -> list[str]:
     c = world.get(key) or {}
-    return [_pct(c.get("parse_rate")), _num(c.get("violation_rate")), _pct(c.get("clean_stories"))]
+    return [_pct(c.get("parse_rate")), _num(c.get("violation_rate")), _num(c.get("state_violation_rate")),
+            _pct(c.get("clean_stories"))]
 
 
 def world_rows(metrics: dict[str, dict], display_name) -> list[list[str]]:
@@ -151,12 +152,13 @@ def world_rows(metrics: dict[str, dict], display_name) -> list[list[str]]:
                      "–" if not states else str(states.get("states_used"))])
         truth = truth or world.get("reference")
     if truth:
-        rows.append(["Truth", "–", "–", "–", *_checks_cells({"reference": truth}, "reference"), "–", "–", "–", "–"])
+        rows.append(["Truth", "–", "–", "–", "–", *_checks_cells({"reference": truth}, "reference"), "–", "–", "–", "–"])
     return rows
 
 
 WORLD_NOTE = ("EntityWorld (the checker, eric/world): parse rate = units a phrasing reads exactly (%); "
-              "violations per parsed unit; clean stories = stories with a parsed unit and no violation (%); "
+              "violations per parsed unit (state: of the rules that need the replayed state, not just the scene's "
+              "cast, places and items); clean stories = stories with a parsed unit and no violation (%); "
               "stage-one texts (placeholders) and final texts (names mapped back to the input's cast). "
               "Coherence: accuracy of preferring the original unit to one whose first placeholder was swapped "
               "for an earlier entity that makes the unit break a rule. NMI / purity: gold state of each test "

@@ -12,7 +12,7 @@ from collections import Counter
 
 from eric.data.schema import SENT_TOKEN
 from eric.world.checker import StoryCheck, check_story
-from eric.world.world import RULES
+from eric.world.world import RULES, STATE_RULES
 
 
 def summarize(checks: list[StoryCheck]) -> dict:
@@ -32,6 +32,9 @@ def summarize(checks: list[StoryCheck]) -> dict:
         "parse_rate": parsed / units if units else None,
         "violations": violations,
         "violation_rate": violations / parsed if parsed else None,  # per parsed unit
+        # breaking a rule that needs the replayed state (tracking), not only the scene
+        "state_violations": sum(by_rule[r] for r in STATE_RULES),
+        "state_violation_rate": sum(by_rule[r] for r in STATE_RULES) / parsed if parsed else None,
         "units_with_violation": sum(sum(bool(u.violations) for u in c.units) for c in checks),
         "clean_stories": clean / n if n else None,  # >= 1 unit parsed, no violation
         "valid_stories": valid / n if n else None,  # every unit parsed, no violation

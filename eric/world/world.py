@@ -43,6 +43,9 @@ RULES = (
     NOT_CAPTIVE, ALREADY_CAPTIVE, NOT_DEAD, APART, ALREADY_THERE, WRONG_PLACE, TARGET_HERE, STRANGERS,
     MARRIED, NOT_HELD, NOT_HERE, HANDS_FULL,
 )
+# The rules only the replayed state can answer (entity tracking); the other four need
+# nothing but the scene's cast, places and items (grounding).
+STATE_RULES = tuple(r for r in RULES if r not in (UNKNOWN_CHARACTER, UNKNOWN_PLACE, UNKNOWN_ITEM, SAME_CHARACTER))
 
 
 @dataclass

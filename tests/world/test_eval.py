@@ -9,6 +9,7 @@ from eric.data.examples import stage_one_target
 from eric.evaluate.io import deanonymize
 from eric.evaluate.report import ReportInputs, display_name, write_report
 from eric.evaluate.world_metrics import (
+    WORLD_HEADER,
     WorldCoherenceScorer,
     focal_rows,
     sample_checks,
@@ -86,18 +87,20 @@ def test_sample_checks_accept_gold_texts_and_count_a_broken_one(rows):
 
 
 def test_the_report_has_an_entityworld_table_with_a_truth_row(tmp_path):
-    checks = {"parse_rate": 0.5, "violation_rate": 0.25, "clean_stories": 0.1}
-    truth = {"parse_rate": 1.0, "violation_rate": 0.0, "clean_stories": 1.0}
+    checks = {"parse_rate": 0.5, "violation_rate": 0.25, "state_violation_rate": 0.125, "clean_stories": 0.1}
+    truth = {"parse_rate": 1.0, "violation_rate": 0.0, "state_violation_rate": 0.0, "clean_stories": 1.0}
     metrics = {"eric": {"coherence": {"eric": {"accuracy": 0.7}},
                         "world": {"stage_one": checks, "final": checks, "reference": truth,
                                   "states": {"nmi": 0.123, "purity": 0.4, "states_used": 9}}},
                "bart": {"world": {"stage_one": checks, "final": checks, "reference": truth}}}
     rows = world_rows(metrics, display_name)
-    assert rows[0] == ["ERIC", "50.0", "0.250", "10.0", "50.0", "0.250", "10.0", "70.0", "0.123", "40.0", "9"]
+    assert rows[0] == ["ERIC", "50.0", "0.250", "0.125", "10.0", "50.0", "0.250", "0.125", "10.0", "70.0", "0.123",
+                       "40.0", "9"]
+    assert all(len(row) == len(WORLD_HEADER) for row in rows)
     assert rows[1][0] == "BART" and rows[1][-3:] == ["–", "–", "–"]
-    assert rows[2][:7] == ["Truth", "–", "–", "–", "100.0", "0.000", "100.0"]
+    assert rows[2][:9] == ["Truth", "–", "–", "–", "–", "100.0", "0.000", "0.000", "100.0"]
     paths = write_report(ReportInputs(metrics), tmp_path)
     text = paths["markdown"].read_text()
-    assert "## EntityWorld" in text and "| ERIC | 50.0 | 0.250 |" in text
+    assert "## EntityWorld" in text and "| ERIC | 50.0 | 0.250 | 0.125 |" in text
     assert "EntityWorld" in paths["html"].read_text()
     assert world_rows({"bart": {}}, display_name) == []
