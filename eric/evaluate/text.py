@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from nltk.tokenize import WordPunctTokenizer
+from nltk.tokenize.punkt import PunktSentenceTokenizer
 
 UNIT_MARKERS = ("<sent>", "<mask>", "<s>")  # ours, the released files', BART's bos
 DROPPED_TOKENS = ("</s>", "<pad>", "<unk>", "<none>")
@@ -19,12 +20,16 @@ _UNIT_SPLIT = re.compile("|".join(re.escape(m) for m in UNIT_MARKERS))
 _DROPPED = re.compile("|".join(re.escape(t) for t in DROPPED_TOKENS))
 _PLACEHOLDER = re.compile(r"(<[ep]\d+>)")
 _WORD_PUNCT = WordPunctTokenizer()
+_SENTENCES = PunktSentenceTokenizer()
 TOKENIZER_NAME = "nltk.WordPunctTokenizer"
 
 
 def split_units(text: str) -> list[str]:
-    """Non-empty units of a generation, special tokens removed."""
-    units = _UNIT_SPLIT.split(_DROPPED.sub(" ", text))
+    """Non-empty units of a generation, special tokens removed. Plain text (no unit
+    marker at all) is split into sentences by NLTK's Punkt with its default parameters
+    (no data files needed), so that "at most 15 units" holds for it too."""
+    cleaned = _DROPPED.sub(" ", text)
+    units = _UNIT_SPLIT.split(cleaned) if _UNIT_SPLIT.search(cleaned) else _SENTENCES.tokenize(cleaned)
     return [" ".join(u.split()) for u in units if u.strip()]
 
 

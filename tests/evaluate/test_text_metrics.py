@@ -111,3 +111,14 @@ def test_glue_punctuation_merges_adjacent_marks_into_one_token():
     # the authors' scorer glues marks to the word before; "Inc . ," becomes "Inc.,"
     assert glue_punctuation("Inc . , he said ! Bob ' s dog isn 't here .") == "Inc., he said! Bob's dog isn 't here."
     assert tokenize(prepare("<mask>Smith Inc . , a firm .")) == ["Smith", "Inc", ".,", "a", "firm", "."]
+
+
+def test_plain_text_is_cut_to_its_first_units_as_sentences():
+    from eric.evaluate.text import prepare, split_units
+
+    plain = " ".join(f"Sentence number {i} ends here." for i in range(1, 21))
+    assert len(split_units(plain)) == 20
+    kept = prepare(plain, max_units=15)
+    assert "number 15 ends" in kept and "number 16" not in kept
+    marked = "<sent> One. Two. <sent> Three."
+    assert split_units(marked) == ["One. Two.", "Three."]  # markers win: no sentence split
