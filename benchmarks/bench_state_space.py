@@ -25,6 +25,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -32,6 +33,7 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
+LOAD_LOCK = threading.Lock()
 sys.path.insert(0, str(ROOT))
 
 
@@ -105,7 +107,8 @@ def analyse(params_path: Path, threads: int, coherence_texts: int | None) -> dic
     torch.set_num_threads(threads)
     params = load_params(params_path)
     m, out = params.model, Path(params.train.out_dir).parent
-    model, tokenizer = load_stage_one(Path(params.train.out_dir) / "eric", "cpu")
+    with LOAD_LOCK:  # transformers builds models under a process-wide meta-device context
+        model, tokenizer = load_stage_one(Path(params.train.out_dir) / "eric", "cpu")
     data = ROOT / params.preprocess.out_dir / "stage_one"
     import pyarrow.parquet as pq
 
