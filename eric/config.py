@@ -184,8 +184,6 @@ class StateSpaceParams(Section):
         """Every option's value: the recipe's, overridden by what is set here."""
         values = {**RECIPES["paper"], **RECIPES[self.effective_recipe(init)]}
         values.update({k: v for k, v in self.model_dump(exclude={"recipe"}).items() if v is not None})
-        if values["codebook_init_std"] == 0:
-            values["codebook_init_std"] = None
         return values
 
 
@@ -202,7 +200,7 @@ def effective_recipe(recipe: str, init: str | None) -> str:
 # name -> the options it sets (on top of `paper`). `legacy` is this project's first version,
 # kept to measure what the faithful fixes changed.
 RECIPES: dict[str, dict] = {
-    "paper": dict(codebook_init_std=0, codebook_gradient="dense", sentence_encoder_embeddings="own",
+    "paper": dict(codebook_init_std=None, codebook_gradient="dense", sentence_encoder_embeddings="own",
                   decay_codebook_and_embeddings=False, init="random", init_events=1024,
                   dead_code_steps=0, ema_decay=0.0, entropy_weight=0.0, event_norm="none"),
     "legacy": dict(codebook_init_std=1.0, codebook_gradient="selected", sentence_encoder_embeddings="shared",

@@ -77,14 +77,15 @@ def truth_metrics(params: Params) -> dict | None:
 def about(params: Params, metrics: dict[str, dict], truth: dict | None) -> list[str]:
     """How the numbers were made: corpus, model size, training budget, scoring."""
     m, first = params.model, next(iter(metrics.values()), {})
+    trained = training_metrics(params)  # read once for the budget and recipe lines
     size = f"{m.size} preset" + (f", initialized from {m.init}" if m.init else ", random init")
     lines = [
         f"Corpus: {params.corpus.name} ({params.corpus.path}); {first.get('n_texts', '?')} "
         f"{params.sample.split} inputs, sampled with top-p {params.sample.top_p}, seed "
         f"{params.seed if params.sample.seed is None else params.sample.seed}",
         f"Model size: {size}; K = {m.num_states} states of D = {m.state_dim}",
-        f"Training budget: {budget(params)}",
-        f"State-space recipe (model.state_space, docs/state-space.md): {recipes(params)}",
+        f"Training budget: {budget(params, trained)}",
+        f"State-space recipe (model.state_space, docs/state-space.md): {recipes(params, trained)}",
     ]
     featurizer = first.get("mauve_featurizer")
     lines.append(f"Scoring: {first.get('tokenizer', '?')}, at most {params.evaluate.max_units} units; MAUVE: "
@@ -94,25 +95,28 @@ def about(params: Params, metrics: dict[str, dict], truth: dict | None) -> list[
     return lines
 
 
-def recipes(params: Params) -> str:
-    """Each state-learning variant's recipe, as its training run recorded it."""
-    parts = []
-    for variant in params.variants:
-        path = resolve_path(params.train.metrics_dir) / f"{variant}.json"
-        recipe = json.loads(path.read_text()).get("state_space_recipe") if path.is_file() else None
-        if recipe:
-            parts.append(f"{variant} {recipe}")
-    return "; ".join(parts) or "no variant with states"
-
-
-def budget(params: Params) -> str:
-    parts = []
+def training_metrics(params: Params) -> dict[str, dict]:
+    """metrics/train/<variant>.json of every trained variant in `variants`."""
+    found = {}
     for variant in params.variants:
         path = resolve_path(params.train.metrics_dir) / f"{variant}.json"
         if path.is_file():
-            t = json.loads(path.read_text())
-            parts.append(f"{variant} {t.get('steps')} steps ({t.get('epochs')} epochs, "
-                         f"{t.get('train_examples')} examples, {t.get('parameters', 0) / 1e6:.1f}M parameters)")
+            found[variant] = json.loads(path.read_text())
+    return found
+
+
+def recipes(params: Params, trained: dict[str, dict] | None = None) -> str:
+    """Each state-learning variant's recipe, as its training run recorded it."""
+    trained = training_metrics(params) if trained is None else trained
+    parts = [f"{v} {t['state_space_recipe']}" for v, t in trained.items() if t.get("state_space_recipe")]
+    return "; ".join(parts) or "no variant with states"
+
+
+def budget(params: Params, trained: dict[str, dict] | None = None) -> str:
+    trained = training_metrics(params) if trained is None else trained
+    parts = [f"{variant} {t.get('steps')} steps ({t.get('epochs')} epochs, "
+             f"{t.get('train_examples')} examples, {t.get('parameters', 0) / 1e6:.1f}M parameters)"
+             for variant, t in trained.items()]
     return "; ".join(parts) or "unknown (no metrics/train files)"
 
 

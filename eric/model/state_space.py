@@ -84,10 +84,12 @@ class StateSpace(nn.Module):
         return F.normalize(self.codebook, dim=-1)
 
     def forward(
-        self, e: torch.Tensor | None = None, indices: torch.Tensor | None = None, counted: torch.Tensor | bool = True
+        self, e: torch.Tensor | None = None, indices: torch.Tensor | None = None, counted: torch.Tensor | bool = True,
+        indices_only: bool = False,
     ) -> Quantized:
         """Quantize e [..., D], or look up `indices`. In training, the vectors in `counted`
         (a mask, or all/none) are added to the usage counts (and, with EMA, update the codes).
+        `indices_only`: the nearest states' ids, nothing else (states are None).
 
         Every codebook access goes through here, so that sharded parameters (ZeRO-3)
         are gathered by the module's forward hooks."""
@@ -95,6 +97,10 @@ class StateSpace(nn.Module):
         if e is None:
             states = vectors[indices]
             return Quantized(states, states, indices)
+        if indices_only:
+            with torch.no_grad():
+                nearest = (e.detach().float() @ vectors.detach().float().t()).argmax(dim=-1)
+            return Quantized(None, None, nearest)
         cosines = e.float() @ vectors.float().t()
         indices = cosines.detach().argmax(dim=-1)
         if self.gradient == "dense":
@@ -164,7 +170,7 @@ class StateSpace(nn.Module):
 
     def nearest(self, e: torch.Tensor) -> torch.Tensor:
         """Index of the state with the highest cosine to each (normalized) vector; not counted."""
-        return self(e, counted=False).indices
+        return self(e, counted=False, indices_only=True).indices
 
     def lookup(self, indices: torch.Tensor) -> torch.Tensor:
         """The (normalized) state vectors of `indices`."""

@@ -20,7 +20,7 @@ import torch
 import torch.distributed as dist
 from torch.nn import functional as F
 
-from eric.model.state_space import StateSpace, kmeans, usage_perplexity
+from eric.model.state_space import StateSpace, kmeans
 
 ADAM_STATE = ("exp_avg", "exp_avg_sq")
 
@@ -104,10 +104,6 @@ class CodebookCare:
         self.replaced_total = 0
         self.last_replaced = torch.zeros(0, dtype=torch.long)  # rows re-seeded at the last step
 
-    @property
-    def needed(self) -> bool:
-        return self.init == "kmeans" or self.dead_code_steps > 0
-
     @torch.no_grad()
     def start(self, batches) -> int:
         """k-means init from the event vectors of `batches` (an iterable of model inputs),
@@ -126,17 +122,17 @@ class CodebookCare:
         write_rows(self.engine, self.space.codebook, rows, centroids.to(self.space.codebook.device))
         self.space.assign_rows(rows.to(self.space.codebook.device), centroids.to(self.space.codebook.device))
         self.space.reset_usage()
-        self.space.steps_since_used.zero_()
         return int(events.shape[0])
 
     def after_step(self) -> dict[str, float]:
-        """Age the codes (used on any rank = used); re-seed those unused for dead_code_steps."""
+        """Age the codes (used on any rank = used); re-seed those unused for dead_code_steps.
+        Without dead-code replacement nothing reads the ages: no collective, no work."""
         used = self.space.pop_used().to(torch.int32)
+        if self.dead_code_steps <= 0:
+            return {}
         if _distributed():
             dist.all_reduce(used, op=dist.ReduceOp.MAX)
         self.space.age(used.bool())
-        if self.dead_code_steps <= 0:
-            return {}
         dead = (self.space.steps_since_used >= self.dead_code_steps).cpu()
         dead = _broadcast(dead.to(torch.int32)).bool()
         replaced = int(dead.sum())
@@ -187,6 +183,3 @@ class CodebookProbe:
         """Mean 1 - cos between each code now and at the start of training."""
         now = F.normalize(self.space.codebook.detach().float(), dim=-1)
         return float(1 - (now * self.start.to(now.device)).sum(-1).mean())
-
-    def usage_perplexity(self, counts: torch.Tensor) -> float:
-        return usage_perplexity(counts)
