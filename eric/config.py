@@ -8,7 +8,7 @@ Each section is its own small model so subsystems can evolve independently.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -126,18 +126,38 @@ class TokenizerParams(Section):
     metrics_path: str = "metrics/tokenizer.json"  # vocabulary size, tokens per text, truncation shares
 
 
-class VariantParams(Section):
-    """One model variant: which ERIC mechanisms it keeps (eric/model/variants.py)."""
+# the stage-one architectures (eric/model/registry.py); "eric" covers ERIC, its ablations, BART, Seq2Seq
+ARCHITECTURES = ("eric", "simctg", "hint", "plan_ahead", "discodvt")
 
+
+class VariantParams(Section):
+    """One model variant: its architecture and which ERIC mechanisms it keeps (eric/model/variants.py).
+    A baseline (kind != eric) is BART with its own objective: it keeps no ERIC mechanism, and its own
+    knobs go in `options`, validated by its module (eric/model/<kind>.py)."""
+
+    kind: Literal[ARCHITECTURES] = "eric"
+    options: dict[str, Any] = {}  # the architecture's own knobs (e.g. simctg: {margin: 0.5})
     state_attention: bool = True  # the state attention layer in every decoder block
     state: bool = True  # s_n input, state space, predictor, sentence encoder, L_CL
     entity: bool = True  # E(p_n) input and the entity planner, L_Ent
     pretrained: bool = True  # start from model.init when it is set (false: the Seq2Seq baseline)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _baselines_keep_nothing(cls, data):
+        """A baseline's ERIC switches default to off, so `{kind: simctg}` is a whole variant."""
+        if isinstance(data, dict) and data.get("kind", "eric") != "eric":
+            return {"state_attention": False, "state": False, "entity": False, **data}
+        return data
+
     @model_validator(mode="after")
     def _check(self) -> "VariantParams":
         if self.state and not self.entity:
             raise ValueError("a variant with state needs entity (the state predictor reads p_n)")
+        if self.kind != "eric" and (self.state_attention or self.state or self.entity):
+            raise ValueError(f"a {self.kind} variant keeps no ERIC mechanism (state_attention, state, entity)")
+        if self.kind == "eric" and self.options:
+            raise ValueError("options are for baseline architectures (kind != eric)")
         return self
 
 

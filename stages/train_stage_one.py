@@ -14,6 +14,7 @@ only rank 0 is a flow run, the other ranks call the same function without Prefec
 from __future__ import annotations
 
 import sys
+from functools import partial
 
 from _flow import flow_call, quiet_user_errors, stage_flow, stage_task
 
@@ -47,18 +48,20 @@ def prepare(params: Params, variant: str) -> TrainingJob:
         tokenizer = load_tokenizer(tokenizer_dir, m.max_entities)
     except (FileNotFoundError, ValueError) as exc:
         raise TrainError(str(exc)) from None
-    collator = StageOneCollator(
-        tokenizer, max_source_length=m.max_source_length, max_target_length=m.max_target_length,
-        max_entities=m.max_entities, entity_choice=m.entity_choice, hard_negatives=m.hard_negatives,
-        seed=params.seed,
-    )
-    train = read_rows(data / "train.parquet", COLUMNS, t.max_train_examples)
-    val = read_rows(data / "val.parquet", COLUMNS, t.max_val_examples)
     torch.manual_seed(params.seed)
     try:
         model = build_model(m, variant, tokenizer)
     except (FileNotFoundError, ValueError) as exc:
         raise TrainError(str(exc)) from None
+    extras = partial(type(model).batch_extras, model.config, tokenizer)  # a baseline's own batch inputs
+    collator = StageOneCollator(
+        tokenizer, max_source_length=m.max_source_length, max_target_length=m.max_target_length,
+        max_entities=m.max_entities, entity_choice=m.entity_choice, hard_negatives=m.hard_negatives,
+        seed=params.seed, extras=extras,
+    )
+    columns = [*COLUMNS, *type(model).extra_columns]
+    train = read_rows(data / "train.parquet", columns, t.max_train_examples)
+    val = read_rows(data / "val.parquet", columns, t.max_val_examples)
     model_params = m.model_dump(exclude={"variants"}) | {"switches": m.variants[variant].model_dump()}
     return TrainingJob(
         stage="train_stage_one", variant=variant, params=params,

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Literal
+from typing import Callable, Literal
 
 import torch
 from transformers import PreTrainedTokenizerBase
@@ -52,6 +52,7 @@ class StageOneCollator:
         entity_choice: Literal["uniform", "occurrence"] = "uniform",
         hard_negatives: bool = False,
         seed: int = 42,
+        extras: Callable[[list[dict], dict], dict] | None = None,
     ):
         if entity_choice not in ("uniform", "occurrence"):
             raise ValueError(f"entity_choice must be 'uniform' or 'occurrence', got {entity_choice!r}")
@@ -64,6 +65,7 @@ class StageOneCollator:
         self.entity_choice = entity_choice
         self.hard_negatives = hard_negatives
         self.seed = seed
+        self.extras = extras
         self.epoch = 0
         self.entity_class = {token: i + 1 for i, token in enumerate(self.ids.entities)}
 
@@ -72,7 +74,10 @@ class StageOneCollator:
 
     def __call__(self, rows: list[dict]) -> dict[str, torch.Tensor]:
         sources, targets = self._tokenize(rows)
-        return self.pad([self._encode(row, s, t) for row, s, t in zip(rows, sources, targets)])
+        batch = self.pad([self._encode(row, s, t) for row, s, t in zip(rows, sources, targets)])
+        if self.extras is not None:  # a baseline's own inputs (its class's batch_extras)
+            batch.update(self.extras(rows, batch))
+        return batch
 
     def encode(self, row: dict) -> EncodedRow:
         sources, targets = self._tokenize([row])

@@ -1,6 +1,6 @@
 """Load the trained models from local folders (HF format, safetensors), with one-line errors.
 
-    model, tokenizer = load_stage_one("models/stage_one/eric")   # EricForConditionalGeneration
+    model, tokenizer = load_stage_one("models/stage_one/eric")   # ERIC or a baseline
     mentions, mention_tokenizer = load_mentions("models/mentions")  # BartForConditionalGeneration
 
 Both training stages save the tokenizer beside the weights, so each folder is complete.
@@ -26,15 +26,16 @@ def _first_line(exc: Exception) -> str:
 
 
 def load_stage_one(model_dir: str | Path, device: str = "cpu"):
-    """(EricForConditionalGeneration in eval mode, tokenizer) from a train_stage_one output folder."""
+    """(the variant's model in eval mode, tokenizer) from a train_stage_one output folder; the class
+    (ERIC or a baseline, all EricForConditionalGeneration subclasses) is read from config.json."""
     from transformers import AutoTokenizer
 
-    from eric.model import EricForConditionalGeneration
+    from eric.model.registry import architecture_of
 
     path = Path(model_dir)
     _check_folder(path, "stage-one model", "dvc repro train_stage_one")
     try:
-        model = EricForConditionalGeneration.from_pretrained(path, local_files_only=True, use_safetensors=True)
+        model = architecture_of(path).from_pretrained(path, local_files_only=True, use_safetensors=True)
         tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
     except (OSError, ValueError) as exc:
         raise SampleError(f"{path}: cannot load the stage-one model ({_first_line(exc)})") from None

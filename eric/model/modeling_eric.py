@@ -158,6 +158,24 @@ class EricModel(EricPreTrainedModel):
 class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
     _tied_weights_keys = {"lm_head.weight": "model.shared.weight"}
     _keys_to_ignore_on_load_missing = [r"final_logits_bias"]
+    # what a baseline subclass overrides (eric/model/registry.py)
+    new_modules: tuple[str, ...] = NEW_MODULES
+    options_model = None  # pydantic model of the variant's `options`; None: it takes none
+    extra_columns: tuple[str, ...] = ()
+
+    @classmethod
+    def config_options(cls, options: dict) -> dict:
+        """The config fields set by a variant's `options` (validated by `options_model`)."""
+        if cls.options_model is None:
+            if options:
+                raise ValueError(f"{cls.__name__} takes no options, got {sorted(options)}")
+            return {}
+        return cls.options_model(**options).model_dump()
+
+    @classmethod
+    def batch_extras(cls, config, tokenizer, rows: list[dict], batch: dict) -> dict:
+        """Extra batch tensors a baseline's objective needs (the collator calls it)."""
+        return {}
 
     def __init__(self, config: EricConfig):
         config.check_token_ids()
@@ -396,10 +414,10 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
             bart.resize_token_embeddings(vocab_size)  # keeps BART's rows; resizes final_logits_bias too
         names = {f.name for f in fields(BartConfig)}
         base = {k: v for k, v in bart.config.to_dict().items() if k in names and k not in eric_options}
-        model = cls(EricConfig(**base, **eric_options))
+        model = cls(cls.config_class(**base, **eric_options))
         missing, unexpected = model.load_state_dict(bart.state_dict(), strict=False)
         unexpected = [k for k in unexpected if not k.startswith("model.decoder.embed_tokens")]  # tied to shared
-        missing = [k for k in missing if not any(part in k for part in NEW_MODULES)]
+        missing = [k for k in missing if not any(part in k for part in cls.new_modules)]
         if missing or unexpected:
             raise ValueError(f"{bart_dir}: not a BART checkpoint of this shape (missing {missing[:3]}, "
                              f"unexpected {unexpected[:3]})")

@@ -6,6 +6,8 @@
     eric_no_state_no_entity    w/o s_n & p_n (also the entity input and planner)
     bart                       plain BART reading sentence tokens, from model.init
     seq2seq                    the same, randomly initialized
+    <name> with kind: <arch>   a baseline (SimCTG, HINT, PlanAhead, DiscoDVT): its own module,
+                               eric/model/<arch>.py, found through eric/model/registry.py
 
     config = build_config(params.model, "eric", len(tokenizer), special_token_ids(tokenizer, 100))
     model = build_model(params.model, "eric", tokenizer)
@@ -21,6 +23,7 @@ from eric.config import ModelParams, resolve_path
 from eric.data.tokenizer import SpecialTokenIds, special_token_ids
 from eric.model.config import EricConfig
 from eric.model.modeling_eric import EricForConditionalGeneration
+from eric.model.registry import architecture
 
 SIZE_PRESETS = {
     "tiny": dict(
@@ -80,24 +83,38 @@ def state_space_options(params: ModelParams) -> dict:
     )
 
 
+def variant_class(params: ModelParams, variant: str) -> type[EricForConditionalGeneration]:
+    """The architecture a variant builds (ERIC, or a baseline's own module)."""
+    variant_switches(params, variant)  # a clear error for an unknown name
+    return architecture(params.variants[variant].kind)
+
+
+def variant_options(params: ModelParams, variant: str, ids: SpecialTokenIds) -> dict:
+    """Every non-dimension config field of a variant: ERIC's, plus its architecture's options."""
+    cls = variant_class(params, variant)
+    return {**eric_options(params, variant, ids), **cls.config_options(params.variants[variant].options)}
+
+
 def build_config(params: ModelParams, variant: str, vocab_size: int, ids: SpecialTokenIds) -> EricConfig:
     """The config of a randomly initialized variant at the preset size."""
-    return EricConfig(vocab_size=vocab_size, max_position_embeddings=1024, **SIZE_PRESETS[params.size],
-                      **eric_options(params, variant, ids))
+    cls = variant_class(params, variant)
+    return cls.config_class(vocab_size=vocab_size, max_position_embeddings=1024, **SIZE_PRESETS[params.size],
+                            **variant_options(params, variant, ids))
 
 
 def build_model(params: ModelParams, variant: str, tokenizer: PreTrainedTokenizerBase) -> EricForConditionalGeneration:
     """A fresh variant. With `params.init` (a local BART directory) the model takes BART's
     dimensions, and its weights unless the variant is not pretrained (Seq2Seq)."""
     ids = special_token_ids(tokenizer, params.max_entities)
-    options = eric_options(params, variant, ids)
+    cls = variant_class(params, variant)
+    options = variant_options(params, variant, ids)
     if not params.init:
-        return EricForConditionalGeneration(build_config(params, variant, len(tokenizer), ids))
+        return cls(build_config(params, variant, len(tokenizer), ids))
     init = Path(resolve_path(params.init))
     if params.variants[variant].pretrained:
-        return EricForConditionalGeneration.from_bart(init, vocab_size=len(tokenizer), **options)
-    config = EricConfig(**{**bart_dimensions(init), "vocab_size": len(tokenizer), **options})
-    return EricForConditionalGeneration(config)
+        return cls.from_bart(init, vocab_size=len(tokenizer), **options)
+    config = cls.config_class(**{**bart_dimensions(init), "vocab_size": len(tokenizer), **options})
+    return cls(config)
 
 
 def bart_dimensions(bart_dir: Path) -> dict:
