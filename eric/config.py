@@ -172,6 +172,7 @@ DEFAULT_VARIANTS = {
     "eric_no_state_no_entity": VariantParams(state=False, entity=False),
     "bart": _off(),
     "seq2seq": _off(pretrained=False),
+    "simctg": VariantParams(kind="simctg"),
 }
 
 

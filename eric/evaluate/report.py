@@ -28,6 +28,7 @@ DISPLAY_NAMES = {
     "eric_no_state_no_entity": "w/o s_n & p_n",
     "bart": "BART",
     "seq2seq": "Seq2Seq",
+    "simctg": "SimCTG",
 }
 MISSING = "–"
 REPORT_TRANSITIONS = 5  # pairs per ranking and variant
