@@ -55,8 +55,9 @@ def collect(params: Params):
             transitions[variant] = read_transitions(folder / "state_transitions.csv")
     truth = truth_metrics(params)
     humaneval = read_scores(scores_dir(params))  # eric humaneval score, when a study was scored
-    return ReportInputs(metrics, truth, coherence, usage, about(params, metrics, truth), transitions=transitions,
-                        humaneval=humaneval)
+    trained = training_metrics(params)
+    return ReportInputs(metrics, truth, coherence, usage, about(params, metrics, truth, trained),
+                        transitions=transitions, humaneval=humaneval, training=trained)
 
 
 def truth_metrics(params: Params) -> dict | None:
@@ -74,10 +75,9 @@ def truth_metrics(params: Params) -> dict | None:
     return evaluate_texts(references, mauve=False, max_units=e.max_units, zipf_top=e.zipf_top)
 
 
-def about(params: Params, metrics: dict[str, dict], truth: dict | None) -> list[str]:
+def about(params: Params, metrics: dict[str, dict], truth: dict | None, trained: dict[str, dict]) -> list[str]:
     """How the numbers were made: corpus, model size, training budget, scoring."""
     m, first = params.model, next(iter(metrics.values()), {})
-    trained = training_metrics(params)  # read once for the budget and recipe lines
     size = f"{m.size} preset" + (f", initialized from {m.init}" if m.init else ", random init")
     lines = [
         f"Corpus: {params.corpus.name} ({params.corpus.path}); {first.get('n_texts', '?')} "

@@ -55,6 +55,7 @@ class ReportInputs:
     about: list[str] = field(default_factory=list)  # lines: corpus, model size, budget, scoring
     transitions: dict[str, list[dict]] = field(default_factory=dict)  # variant -> state_transitions rows
     humaneval: list[dict] = field(default_factory=list)  # scored studies (eric humaneval score), one row each
+    training: dict[str, dict] = field(default_factory=dict)  # variant -> metrics/train/<variant>.json
 
 
 def table_rows(inputs: ReportInputs) -> list[list[str]]:
@@ -94,6 +95,28 @@ def analysis_rows(inputs: ReportInputs) -> list[list[str]]:
     return rows
 
 
+TRAINING_COLUMNS = ("Steps", "Parameters", "Train time", "Tokens/s", "Val loss", "Val LM loss")
+TRAINING_NOTE = ("Stage-one training of each variant (metrics/train/<variant>.json): optimizer steps, parameters "
+                 "(millions, with any training-only module), wall time of the optimizer steps (validation "
+                 "excluded), training tokens per second, final validation loss (all of the variant's terms) "
+                 "and its LM term.")
+
+
+def training_rows(inputs: ReportInputs) -> list[list[str]]:
+    rows = []
+    for variant, t in inputs.training.items():
+        seconds = t.get("train_seconds")
+        rows.append([
+            display_name(variant), str(t.get("steps", MISSING)),
+            MISSING if t.get("parameters") is None else f"{t['parameters'] / 1e6:.1f}M",
+            MISSING if seconds is None else f"{int(seconds // 60)}:{int(seconds % 60):02d}",
+            MISSING if t.get("tokens_per_s") is None else f"{t['tokens_per_s']:,.0f}",
+            MISSING if t.get("final_val_loss") is None else f"{t['final_val_loss']:.3f}",
+            MISSING if t.get("final_val_lm_loss") is None else f"{t['final_val_lm_loss']:.3f}",
+        ])
+    return rows
+
+
 def _markdown_table(header: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
@@ -112,6 +135,9 @@ def to_markdown(inputs: ReportInputs, plots: dict[str, str]) -> str:
              "Coherence: accuracy of preferring the original unit to one whose first placeholder was "
              "swapped for an earlier entity. Reused mention / random name: merge fallbacks "
              "(shares of placeholder occurrences).", ""]
+    if inputs.training:
+        parts += ["## Training", "", _markdown_table(["Model", *TRAINING_COLUMNS], training_rows(inputs)), "",
+                  TRAINING_NOTE, ""]
     if inputs.humaneval:  # scored human-evaluation studies
         from eric.humaneval.table import to_markdown as humaneval_markdown
 
@@ -150,9 +176,17 @@ def to_html(inputs: ReportInputs, plots: dict[str, str]) -> str:
         "<h2>Automatic evaluation (as the paper's Table 2)</h2>",
         _html_table(["Model", *METRIC_NAMES], table_rows(inputs)),
         "<h2>Analyses</h2>", _html_table(["Model", *ANALYSIS_COLUMNS], analysis_rows(inputs)),
-        *_humaneval_html(inputs), *_world_html(inputs), f"<div>{images}</div>", *_transitions_html(inputs),
+        *_training_html(inputs), *_humaneval_html(inputs), *_world_html(inputs), f"<div>{images}</div>",
+        *_transitions_html(inputs),
         "</body></html>",
     ])
+
+
+def _training_html(inputs: ReportInputs) -> list[str]:
+    if not inputs.training:
+        return []
+    return ["<h2>Training</h2>", _html_table(["Model", *TRAINING_COLUMNS], training_rows(inputs)),
+            f"<p>{html.escape(TRAINING_NOTE)}</p>"]
 
 
 def _humaneval_html(inputs: ReportInputs) -> list[str]:

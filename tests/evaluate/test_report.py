@@ -62,3 +62,16 @@ def test_a_report_without_truth_or_analyses_still_builds(tmp_path):
 def test_display_names_follow_the_paper():
     assert [display_name(v) for v in ("eric", "eric (random states)", "eric_no_state", "bart", "mine")] == \
         ["ERIC", "ERIC (Rand)", "w/o s_n", "BART", "mine"]
+
+
+def test_training_table_names_each_variants_time_and_throughput(tmp_path):
+    training = {"eric": {"steps": 200, "parameters": 11_400_000, "train_seconds": 546.4, "tokens_per_s": 1234.5,
+                         "final_val_loss": 9.87654, "final_val_lm_loss": 6.1234},
+                "simctg": {"steps": 200, "parameters": 8_100_000, "train_seconds": 61.0, "tokens_per_s": 2000.0}}
+    report = inputs()
+    report.training = training
+    markdown = write_report(report, tmp_path)["markdown"].read_text()
+    assert "| ERIC | 200 | 11.4M | 9:06 | 1,234 | 9.877 | 6.123 |" in markdown
+    assert "| SimCTG | 200 | 8.1M | 1:01 | 2,000 | – | – |" in markdown
+    assert "<h2>Training</h2>" in (tmp_path / "results.html").read_text()
+    assert "## Training" not in write_report(inputs(), tmp_path / "none")["markdown"].read_text()
