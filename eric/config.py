@@ -47,7 +47,10 @@ class CorpusParams(Section):
 
 
 class PreprocessParams(Section):
-    unit: Literal["sentence"] = "sentence"  # a finer unit (clauses) slots in here later
+    # sentence | edu (elementary discourse units, eric/data/edu.py: the paper's WikiPlots units)
+    unit: Literal["sentence", "edu"] = "sentence"
+    edu_rules: Literal["discodvt", "clauses"] = "discodvt"  # discodvt: <= 1 split per sentence, at a marker
+    edu_min_words: int = Field(3, ge=1)  # an EDU split never leaves a shorter unit
     min_target_units: int = Field(5, ge=1)
     max_target_units: int = Field(15, ge=1)
     max_units_per_story: int = Field(2000, ge=2)  # longer stories are skipped (counted)

