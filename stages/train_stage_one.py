@@ -60,8 +60,14 @@ def prepare(params: Params, variant: str) -> TrainingJob:
         seed=params.seed, extras=extras,
     )
     columns = [*COLUMNS, *type(model).extra_columns]
-    train = read_rows(data / "train.parquet", columns, t.max_train_examples)
-    val = read_rows(data / "val.parquet", columns, t.max_val_examples)
+    targets = resolve_path(params.preprocess.out_dir) / "targets"  # baselines' cached targets (HINT)
+    try:
+        train = type(model).join_targets(read_rows(data / "train.parquet", columns, t.max_train_examples),
+                                         targets, variant, "train")
+        val = type(model).join_targets(read_rows(data / "val.parquet", columns, t.max_val_examples),
+                                       targets, variant, "val")
+    except (FileNotFoundError, ValueError) as exc:
+        raise TrainError(str(exc)) from None
     model_params = m.model_dump(exclude={"variants"}) | {"switches": m.variants[variant].model_dump()}
     return TrainingJob(
         stage="train_stage_one", variant=variant, params=params,

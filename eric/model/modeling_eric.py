@@ -177,6 +177,12 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
         """Extra batch tensors a baseline's objective needs (the collator calls it)."""
         return {}
 
+    @classmethod
+    def join_targets(cls, rows: list[dict], targets_root: Path, variant: str, split: str) -> list[dict]:
+        """Training rows with a baseline's cached per-row targets joined (its own DVC stage writes
+        them under `<preprocess.out_dir>/targets`); ERIC joins nothing."""
+        return rows
+
     def __init__(self, config: EricConfig):
         config.check_token_ids()
         super().__init__(config)

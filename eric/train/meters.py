@@ -22,7 +22,11 @@ def loss_terms(outputs) -> dict[str, float]:
         value = getattr(outputs, name, None)
         if value is not None:
             values[name] = value
-    return {k: float(v.detach()) for k, v in values.items()}
+    terms = {k: float(v.detach()) for k, v in values.items()}
+    own = getattr(outputs, "loss_terms", None)  # a baseline's own terms (its output's loss_terms)
+    if callable(own):
+        terms.update({k: v for k, v in own().items() if k.endswith("_loss") and k not in terms})
+    return terms
 
 
 def batch_tokens(batch: dict) -> int:
