@@ -38,6 +38,8 @@ def preprocess(
     name: Optional[str] = typer.Option(None, help="override corpus.name [default with --corpus: its file name]"),
     out_dir: Optional[str] = typer.Option(None, help="override preprocess.out_dir"),
     max_stories: Optional[int] = typer.Option(None, help="only the first N stories"),
+    unit: Optional[str] = typer.Option(None, help="override preprocess.unit (sentence|edu)"),
+    edu_rules: Optional[str] = typer.Option(None, help="override preprocess.edu_rules (discodvt|clauses)"),
     propagate_mentions: Optional[bool] = typer.Option(
         None, "--propagate-mentions/--no-propagate-mentions", help="override preprocess.propagate_mentions"
     ),
@@ -63,6 +65,8 @@ def preprocess(
             "corpus.name": name,
             "preprocess.out_dir": _absolute(out_dir),
             "preprocess.max_stories": max_stories,
+            "preprocess.unit": unit,
+            "preprocess.edu_rules": edu_rules,
             "preprocess.propagate_mentions": propagate_mentions,
         }.items()
         if v is not None
