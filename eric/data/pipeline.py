@@ -103,7 +103,8 @@ def _from_offsets(doc, offsets, pp: PreprocessParams, skips: SkipCounter, labels
     return Segmented(units[0], units[1:], spans_by_unit(doc, offsets[1:], labels))
 
 
-def _tasks(stories: Iterator[RawStory], pp: PreprocessParams, skips: SkipCounter, dedupe: Deduper, nlp):
+def _tasks(stories: Iterator[RawStory], pp: PreprocessParams, skips: SkipCounter, dedupe: Deduper, nlp=None):
+    """(text or Doc, Task) pairs for nlp.pipe; `nlp` (its tokenizer) is needed for EDUs."""
     for story in stories:
         item = to_nlp_task(story, pp, skips)
         if item is None:
