@@ -14,7 +14,6 @@ only rank 0 is a flow run, the other ranks call the same function without Prefec
 from __future__ import annotations
 
 import sys
-from functools import partial
 
 from _flow import flow_call, quiet_user_errors, stage_flow, stage_task
 
@@ -53,11 +52,10 @@ def prepare(params: Params, variant: str) -> TrainingJob:
         model = build_model(m, variant, tokenizer)
     except (FileNotFoundError, ValueError) as exc:
         raise TrainError(str(exc)) from None
-    extras = partial(type(model).batch_extras, model.config, tokenizer)  # a baseline's own batch inputs
     collator = StageOneCollator(
         tokenizer, max_source_length=m.max_source_length, max_target_length=m.max_target_length,
         max_entities=m.max_entities, entity_choice=m.entity_choice, hard_negatives=m.hard_negatives,
-        seed=params.seed, extras=extras,
+        seed=params.seed,
     )
     columns = [*COLUMNS, *type(model).extra_columns]
     targets = resolve_path(params.preprocess.out_dir) / "targets"  # baselines' cached targets (HINT)
@@ -68,6 +66,8 @@ def prepare(params: Params, variant: str) -> TrainingJob:
                                        targets, variant, "val")
     except (FileNotFoundError, ValueError) as exc:
         raise TrainError(str(exc)) from None
+    # a baseline's own batch inputs (statistics of the training split counted once, e.g. PlanAhead's IDF)
+    collator.extras = type(model).collator_extras(model.config, tokenizer, train)
     model_params = m.model_dump(exclude={"variants"}) | {"switches": m.variants[variant].model_dump()}
     return TrainingJob(
         stage="train_stage_one", variant=variant, params=params,

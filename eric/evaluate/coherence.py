@@ -170,14 +170,14 @@ class CoherenceScorer:
         scores = []
         for b, text in enumerate(texts):
             spans = text.spans if units is None else [text.spans[units[b]]]
-            hidden = out.decoder_last_hidden_state[b]
-            scores.append([self._span_logprob(hidden, labels[b], s, e) for s, e in spans])
+            scores.append([self._span_logprob(out, b, labels[b], s, e) for s, e in spans])
         return scores
 
-    def _span_logprob(self, hidden: torch.Tensor, labels: torch.Tensor, start: int, end: int) -> float:
-        """Sum of log p(labels[t]) for t in (start, end]: the unit's words and its end token."""
+    def _span_logprob(self, out, row: int, labels: torch.Tensor, start: int, end: int) -> float:
+        """Sum of log p(labels[t]) for t in (start, end]: the unit's words and its end token (the
+        model's `row_logits`: its LM head, or a baseline's whole next-token distribution)."""
         with torch.no_grad():
-            logits = self.model.lm_logits(hidden[start + 1 : end + 1]).float()
+            logits = self.model.row_logits(out, row, slice(start + 1, end + 1)).float()
         rows = torch.log_softmax(logits, dim=-1)
         targets = labels[start + 1 : end + 1].to(rows.device)
         return float(rows.gather(-1, targets[:, None]).sum())

@@ -125,6 +125,7 @@ class EricGenerationMixin:
         self.eval()
         batch, device = input_ids.shape[0], input_ids.device
         encoder_hidden = self.encode(input_ids, attention_mask)
+        step_logits = self.step_logits(encoder_hidden, attention_mask)  # once per call (PlanAhead: its plan)
         if attention_mask is not None and use_cache:  # the cross-attention mask of one query, built once
             attention_mask = create_bidirectional_mask(
                 config=config,
@@ -162,7 +163,7 @@ class EricGenerationMixin:
             if step + 1 < len(prompt):
                 next_tokens = torch.full_like(tokens[:, 0], prompt[step + 1])
             else:
-                logits = self.lm_logits(hidden[:, -1]).float()
+                logits = step_logits(hidden[:, -1]).float()
                 if max_units is not None and config.sent_token_id is not None:
                     logits[unit_counts >= max_units, config.sent_token_id] = float("-inf")
                 logits = processors(tokens, logits)
@@ -182,6 +183,11 @@ class EricGenerationMixin:
         self.train(was_training)
         entity_ids, state_ids = _stack_records(records, batch, device) if config.use_entity else (None, None)
         return EricGenerationOutput(tokens, entity_ids, state_ids)
+
+    def step_logits(self, encoder_hidden: torch.Tensor, encoder_mask: torch.Tensor | None):
+        """hidden [B, d] -> next-token logits for this call's inputs: the LM head. A baseline that mixes
+        in something computed once from the encoder output (PlanAhead's plan) overrides it."""
+        return self.lm_logits
 
     def _plan_units(self, step_state, tokens, reads_sent, unit_counts, do_sample, entity_temperature, generator, records):
         """Entity and state for the rows about to read a sentence token; returns their input [B, 1, d]."""

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -173,6 +174,12 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
         return cls.options_model(**options).model_dump()
 
     @classmethod
+    def collator_extras(cls, config, tokenizer, train_rows: list[dict]):
+        """The collator's `extras(rows, batch)` for a training job: `batch_extras`, bound. A baseline
+        that needs statistics of the training split, counted once (PlanAhead's IDF), overrides it."""
+        return partial(cls.batch_extras, config, tokenizer)
+
+    @classmethod
     def batch_extras(cls, config, tokenizer, rows: list[dict], batch: dict) -> dict:
         """Extra batch tensors a baseline's objective needs (the collator calls it)."""
         return {}
@@ -258,6 +265,11 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
 
     def lm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         return self.lm_head(hidden) + self.final_logits_bias.to(hidden.dtype)
+
+    def row_logits(self, out: EricOutput, row: int, positions) -> torch.Tensor:
+        """Next-token logits at `positions` of one row of a forward output whose LM head was skipped
+        (coherence scoring); a baseline whose distribution is more than the LM head overrides it."""
+        return self.lm_logits(out.decoder_last_hidden_state[row, positions])
 
     def planner_inputs(self, hidden: torch.Tensor) -> torch.Tensor:
         return hidden.detach() if self.config.detach_planner_inputs else hidden
