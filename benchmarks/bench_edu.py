@@ -1,0 +1,95 @@
+"""EDU segmenter: speed on wikiplots-mini and unit lengths next to the authors' released texts.
+
+    python benchmarks/bench_edu.py [--stories N] [--out result.json]
+
+Reads the sentences preprocess would read (the first 16 of each story), parses them
+once (tok2vec, tagger, parser, attribute ruler: what EDUs add to preprocess; NER is
+left out) and segments them with both rule sets. Speed = sentences in and EDUs out
+per second of parse + segmentation. Lengths are words (whitespace) and NLTK
+WordPunct tokens per unit over each story's target window (units 2..16), as in the
+released ERIC texts, whose units are split at `<mask>`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from itertools import islice
+from pathlib import Path
+
+from tqdm import tqdm
+
+from eric.config import PROJECT_ROOT
+from eric.data.edu import edu_ranges, presplit_doc
+from eric.data.errors import SkipCounter
+from eric.data.nlp import load_pipeline
+from eric.data.readers import read_corpus
+from eric.data.segment import clean_units
+from eric.data.stats import count_tokens
+
+SHARED = PROJECT_ROOT.parent / "shared" / "data"
+RELEASED = SHARED / "eric-released" / "wikiplots_ERIC.txt"
+RULES = ("discodvt", "clauses")
+
+
+def lengths(stories: list[list[str]]) -> dict:
+    """Mean/median words and WordPunct tokens per unit of the target windows (units 2..16)."""
+    units = [u for story in stories for u in story[1:16]]
+    words = [len(u.split()) for u in units]
+    tokens = [count_tokens(u) for u in units]
+    return {
+        "units": len(units),
+        "units_per_story": round(len(units) / max(len(stories), 1), 2),
+        "words_mean": round(statistics.mean(words), 2),
+        "words_median": statistics.median(words),
+        "tokens_mean": round(statistics.mean(tokens), 2),
+        "tokens_median": statistics.median(tokens),
+    }
+
+
+def released_units() -> list[list[str]]:
+    """The released texts, each as one list of units; a leading empty unit stands for the input."""
+    lines = RELEASED.read_text(encoding="utf-8").splitlines()
+    return [[""] + [u.strip() for u in line.split("<mask>") if u.strip()] for line in lines]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--stories", type=int, default=None, help="the first N stories [all]")
+    ap.add_argument("--out", type=Path, default=None)
+    args = ap.parse_args()
+
+    stories = read_corpus("wikiplots", SHARED / "wikiplots-mini" / "plots.zip", SkipCounter())
+    sentences = [clean_units(s.units)[:16] for s in islice(stories, args.stories)]
+    sentences = [s for s in sentences if s]
+    nlp = load_pipeline(split_sentences=False, parse=True)
+    n_sent = sum(len(s) for s in sentences)
+
+    with nlp.select_pipes(disable=["ner"]):
+        started = time.perf_counter()
+        docs = list(tqdm(nlp.pipe(presplit_doc(nlp, s) for s in sentences), total=len(sentences), desc="parse"))
+        parse_s = time.perf_counter() - started
+    result = {"stories": len(sentences), "sentences": n_sent, "parse_seconds": round(parse_s, 1),
+              "sentence": lengths(sentences), "released": lengths(released_units())}
+    for rules in RULES:
+        started = time.perf_counter()
+        edus = [[d.text[a:b] for sent in d.sents for a, b in edu_ranges(sent, rules)] for d in docs]
+        seg_s = time.perf_counter() - started
+        n_edu = sum(len(e) for e in edus)
+        result[rules] = {
+            **lengths(edus),
+            "edus": n_edu,
+            "edus_per_sentence": round(n_edu / n_sent, 3),
+            "segment_seconds": round(seg_s, 2),
+            "sentences_per_s": round(n_sent / (parse_s + seg_s), 1),
+            "edus_per_s": round(n_edu / (parse_s + seg_s), 1),
+        }
+    print(json.dumps(result, indent=2))
+    if args.out:
+        args.out.write_text(json.dumps(result, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
