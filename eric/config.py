@@ -176,6 +176,7 @@ DEFAULT_VARIANTS = {
     "bart": _off(),
     "seq2seq": _off(pretrained=False),
     "simctg": VariantParams(kind="simctg"),
+    "plan_ahead": VariantParams(kind="plan_ahead"),
 }
 
 

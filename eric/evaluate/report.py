@@ -29,6 +29,7 @@ DISPLAY_NAMES = {
     "bart": "BART",
     "seq2seq": "Seq2Seq",
     "simctg": "SimCTG",
+    "plan_ahead": "PlanAhead",
 }
 MISSING = "–"
 REPORT_TRANSITIONS = 5  # pairs per ranking and variant
