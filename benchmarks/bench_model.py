@@ -33,6 +33,7 @@ from transformers import BartConfig, BartForConditionalGeneration
 from eric.config import ModelParams
 from eric.data.tokenizer import SpecialTokenIds
 from eric.model import EricConfig, EricForConditionalGeneration
+from eric.model.plan_ahead import parameter_overhead as plan_ahead_overhead
 from eric.model.variants import SIZE_PRESETS, build_config
 
 SENT = 5
@@ -157,6 +158,10 @@ def main() -> None:
     n_eric, n_bart, ratio = parameter_ratio()
     print(f"parameters @ bart-base: ERIC {n_eric / 1e6:.2f}M (no sentence encoder) / BART {n_bart / 1e6:.2f}M "
           f"= {ratio:.4f}  (paper: ~1.03, limit 1.05)")
+    for tied in (False, True):  # PlanAhead's planner: its own output matrix, or the LM head's
+        n_plan, n_base = plan_ahead_overhead(tied)
+        print(f"parameters @ bart-base: PlanAhead{' (tied plan head)' if tied else ''} {n_plan / 1e6:.2f}M / "
+              f"BART {n_base / 1e6:.2f}M = {n_plan / n_base:.4f}")
 
     torch.manual_seed(0)
     eric = EricForConditionalGeneration(eric_config(args.size, args.vocab))
