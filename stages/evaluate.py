@@ -162,6 +162,19 @@ def state_space(params: Params, variant: str, model, tokenizer) -> dict:
 
 
 @stage_task
+def code_usage(params: Params, variant: str, model, tokenizer) -> dict:
+    """Codes used of K by the posterior over the training split (DiscoDVT), beside ERIC's states used."""
+    from eric.evaluate.code_usage import training_code_usage
+
+    e, m = params.evaluate, params.model
+    rows = _rows(params, "train", ["id", "source", "target", "unit_entities"], e.state_max_train_examples)
+    usage = training_code_usage(model, tokenizer, rows, batch_size=e.analysis_batch_size,
+                                max_source_length=m.max_source_length, max_target_length=m.max_target_length)
+    print(f"{variant}: {usage['codes_used']}/{usage['num_codes']} codes used by {usage['code_spans']} training spans")
+    return usage
+
+
+@stage_task
 def save(params: Params, variant: str, metrics: dict) -> Path:
     path = resolve_path(params.evaluate.metrics_dir) / f"{variant}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -205,13 +218,16 @@ def run(variant: str, params_path: str = "params.yaml") -> dict:
     shutil.rmtree(analysis_dir(params, variant), ignore_errors=True)  # no stale analyses
     metrics = {"variant": variant, **score_samples(params, variant)}
     config_has_state = params.model.variants[variant].state
+    has_codes = params.model.variants[variant].kind == "discodvt"  # a codebook of its own
     model = tokenizer = None
-    if params.evaluate.coherence or config_has_state:
+    if params.evaluate.coherence or config_has_state or has_codes:
         model, tokenizer = load_model(params, variant)
         if params.evaluate.coherence:
             metrics["coherence"] = coherence(params, variant, model, tokenizer)
         if config_has_state:
             metrics.update(state_space(params, variant, model, tokenizer))
+        if has_codes:
+            metrics.update(code_usage(params, variant, model, tokenizer))
     if params.corpus.kind == "world":  # EntityWorld: the checker and the true states
         metrics["world"] = world_metrics(params, variant, model if config_has_state else None, tokenizer)
     save(params, variant, metrics)

@@ -30,6 +30,7 @@ DISPLAY_NAMES = {
     "seq2seq": "Seq2Seq",
     "simctg": "SimCTG",
     "plan_ahead": "PlanAhead",
+    "discodvt": "DiscoDVT",
 }
 MISSING = "–"
 REPORT_TRANSITIONS = 5  # pairs per ranking and variant
@@ -79,15 +80,14 @@ def _percent(value) -> str:
 def analysis_rows(inputs: ReportInputs) -> list[list[str]]:
     rows = []
     for variant, m in inputs.metrics.items():
-        states = m.get("states_used")
         top = (m.get("top_states") or {}).get("1")
         coherence = m.get("coherence") or {}
         fallback = m.get("fallback") or {}
         rows.append([
             display_name(variant),
             _percent(m.get("mention_control")),
-            MISSING if states is None else f"{states}/{m.get('num_states')}",
-            MISSING if top is None else f"{top['state']}: {100 * top['share']:.1f}",
+            _used(m),
+            _top(top, m.get("top_code")),
             _percent((coherence.get(variant) or {}).get("accuracy")),
             _percent((coherence.get(f"{variant} (random states)") or {}).get("accuracy")),
             _percent(fallback.get("reused_last_share")),
@@ -107,8 +107,12 @@ def training_rows(inputs: ReportInputs) -> list[list[str]]:
     rows = []
     for variant, t in inputs.training.items():
         seconds = t.get("train_seconds")
+        steps = str(t.get("steps", MISSING))
+        if t.get("prior_steps"):  # DiscoDVT: its prior's phase too (eric/train/phases.py)
+            steps += f" + {t['prior_steps']} prior"
+            seconds = (seconds or 0) + (t.get("prior_train_seconds") or 0)
         rows.append([
-            display_name(variant), str(t.get("steps", MISSING)),
+            display_name(variant), steps,
             MISSING if t.get("parameters") is None else f"{t['parameters'] / 1e6:.1f}M",
             MISSING if seconds is None else f"{int(seconds // 60)}:{int(seconds % 60):02d}",
             MISSING if t.get("tokens_per_s") is None else f"{t['tokens_per_s']:,.0f}",
@@ -116,6 +120,21 @@ def training_rows(inputs: ReportInputs) -> list[list[str]]:
             MISSING if t.get("final_val_lm_loss") is None else f"{t['final_val_lm_loss']:.3f}",
         ])
     return rows
+
+
+def _used(m: dict) -> str:
+    """States used of K (ERIC), or codes used of K (DiscoDVT's codebook)."""
+    if m.get("states_used") is not None:
+        return f"{m['states_used']}/{m.get('num_states')}"
+    if m.get("codes_used") is not None:
+        return f"{m['codes_used']}/{m.get('num_codes')} codes"
+    return MISSING
+
+
+def _top(state: dict | None, code: dict | None) -> str:
+    if state is not None:
+        return f"{state['state']}: {100 * state['share']:.1f}"
+    return MISSING if code is None else f"code {code['code']}: {100 * code['share']:.1f}"
 
 
 def _markdown_table(header: list[str], rows: list[list[str]]) -> str:
@@ -132,7 +151,8 @@ def to_markdown(inputs: ReportInputs, plots: dict[str, str]) -> str:
              "Truth: the human references (reference-free metrics only).", "",
              "## Analyses", "", _markdown_table(["Model", *ANALYSIS_COLUMNS], analysis_rows(inputs)), "",
              "Mention control: generated units mentioning the planned entity (or none for `<none>`). "
-             "States used: of K, by the gold states of the training units; top state: id and share. "
+             "States used: of K, by the gold states of the training units (DiscoDVT: codes used of its "
+             "K by the posterior over the training targets); top state (code): id and share. "
              "Coherence: accuracy of preferring the original unit to one whose first placeholder was "
              "swapped for an earlier entity. Reused mention / random name: merge fallbacks "
              "(shares of placeholder occurrences).", ""]

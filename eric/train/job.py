@@ -20,9 +20,10 @@ import torch
 
 from eric.config import Params, resolve_path
 from eric.tracking import start_run
-from eric.train.checkpoint import CheckpointManager
+from eric.train.checkpoint import CheckpointManager, save_pretrained_atomic
 from eric.train.errors import TrainError
 from eric.train.loop import LoopSettings, Trainer, TrainResult
+from eric.train.phases import has_phases, merged_history, phase_metrics, run_later_phases
 from eric.train.runtime import prepare_environment
 
 # Settings that change how a run is watched, not what it computes.
@@ -94,6 +95,8 @@ def run_job(job: TrainingJob) -> dict:
         run_id=(resume or {}).get("extra", {}).get("mlflow_run_id"),
         enabled=job.params.train.mlflow and rank.is_main,
     )
+    if has_phases(job.model):  # a model trained in phases starts in its main one
+        job.model.set_training_phase("main")
     try:
         trainer = Trainer(
             job.model, job.settings, train_set=job.train_set, collate_fn=job.collate_fn,
@@ -102,8 +105,13 @@ def run_job(job: TrainingJob) -> dict:
             tracker=tracker,
         )
         result = trainer.fit(extra_state={"mlflow_run_id": tracker.run_id})
-        trainer.save_pretrained(job.model_dir, job.tokenizer)
-        metrics = summarize(job, result, tracker.run_id)
+        state_dict, phases = run_later_phases(job, trainer, key, tracker)  # e.g. DiscoDVT's prior
+        if state_dict is None:
+            trainer.save_pretrained(job.model_dir, job.tokenizer)
+        else:
+            save_pretrained_atomic(job.model, job.model_dir, rank, job.tokenizer, state_dict)
+            result.history, result.val_history = merged_history(result, phases)
+        metrics = {**summarize(job, result, tracker.run_id), **phase_metrics(phases)}
         if rank.is_main:
             write_outputs(job, result, metrics)
             report(tracker, job, metrics)

@@ -1,0 +1,209 @@
+"""DiscoDVT: each loss by hand, the quantizer round trip, the variant's parameters, the phases,
+save/load, KV-cached sampling of codes and text, build from params."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from eric.config import ModelParams
+from eric.data.discourse import MARKERS
+from eric.data.tokenizer import SpecialTokenIds
+from eric.model.discodvt import (
+    DiscoDVTConfig,
+    DiscoDVTForConditionalGeneration,
+    Quantizer,
+    discourse_loss,
+    prior_loss,
+    prior_sequences,
+    unit_means,
+    vq_losses,
+)
+from eric.model.registry import architecture, architecture_of
+from eric.model.variants import build_config
+from eric.train.meters import loss_terms
+from tests.model.conftest import BOS, ENTITIES, EOS, SENT, make_batch, tiny_config, tiny_model
+
+BART_SWITCHES = dict(use_state=False, use_entity=False, use_state_attention=False)
+NEW_PARTS = ("code_posterior", "code_upsampler", "code_prior", "relation_head")
+
+
+def tiny_dvt(seed: int = 0, **overrides) -> DiscoDVTForConditionalGeneration:
+    torch.manual_seed(seed)
+    base = {k: v for k, v in tiny_config(**BART_SWITCHES).to_dict().items() if k in DiscoDVTConfig.__dataclass_fields__}
+    options = dict(num_codes=8, downsample_layers=2, prior_layers=1)
+    return DiscoDVTForConditionalGeneration(DiscoDVTConfig(**{**base, **options, **overrides}))
+
+
+def dvt_batch(**kwargs) -> dict:
+    batch = make_batch(**kwargs)  # units (3, 4, 2): relation pairs 2, 3, 1
+    batch["relation_labels"] = torch.tensor([[0, -100, -100], [3, 1, -100], [-100, -100, -100]])
+    return batch
+
+
+def test_vq_losses_and_nearest_code_by_hand():
+    q = Quantizer(3, 2)
+    q.codebook.data = torch.tensor([[0.0, 0.0], [2.0, 0.0], [0.0, 3.0]])
+    latents = torch.tensor([[[1.5, 0.2], [0.1, 0.1], [0.2, 2.0]]], requires_grad=True)
+    indices = q.nearest(latents)
+    assert indices.tolist() == [[1, 0, 2]]
+    quantized = q.lookup(indices)
+    # squared errors per code: 0.25 + 0.04, 0.01 + 0.01, 0.04 + 1.0; means over codes x dims
+    codebook, commitment = vq_losses(latents, quantized, torch.tensor([[True, True, True]]))
+    assert codebook.item() == pytest.approx(1.35 / 6) and commitment.item() == pytest.approx(1.35 / 6)
+    codebook, commitment = vq_losses(latents, quantized, torch.tensor([[True, True, False]]))
+    assert codebook.item() == pytest.approx(0.31 / 4)
+    codebook.backward(retain_graph=True)  # the codebook term moves only the codes
+    assert latents.grad is None and q.codebook.grad[1].abs().sum() > 0 and q.codebook.grad[2].abs().sum() == 0
+    commitment.backward()  # the commitment term moves only the latents
+    assert latents.grad[0, 0].abs().sum() > 0 and latents.grad[0, 2].abs().sum() == 0
+
+
+def test_every_code_quantizes_back_to_itself():
+    model = tiny_dvt()
+    quantizer = model.code_posterior.quantizer
+    codes = torch.arange(model.config.num_codes)[None]
+    assert torch.equal(quantizer.nearest(quantizer.lookup(codes)), codes)
+
+
+def test_prior_targets_and_loss_by_hand():
+    codes = torch.tensor([[3, 1, -1], [2, -1, -1]])
+    inputs, targets = prior_sequences(codes, codes >= 0, num_codes=4)  # EOS = 4, BOS = 5
+    assert inputs.tolist() == [[5, 3, 1, 0], [5, 2, 0, 0]]
+    assert targets.tolist() == [[3, 1, 4, -100], [2, 4, -100, -100]]
+    assert prior_loss(torch.zeros(2, 4, 5), targets).item() == pytest.approx(math.log(5))
+    # one row, K = 2: p(code 1) = 1 / (1 + 1 + 2) at step 1, p(EOS) = 1/3 at step 2
+    logits = torch.tensor([[[0.0, 0.0, math.log(2)], [0.0, 0.0, 0.0]]])
+    loss = prior_loss(logits, torch.tensor([[1, 2]]))
+    assert loss.item() == pytest.approx((math.log(4) + math.log(3)) / 2)
+
+
+def test_unit_means_and_discourse_loss_by_hand():
+    labels = torch.tensor([[BOS, SENT, 30, 31, SENT, 32, EOS, -100]])
+    vectors = torch.arange(8, dtype=torch.float)[None, :, None]  # position t holds t
+    means, exists = unit_means(vectors, labels, SENT)
+    assert means[0, :, 0].tolist() == [2.0, 5.0]  # positions 1-3 and 4-6 (</s> in the last unit)
+    assert exists.tolist() == [[True, True]]
+    logits = torch.tensor([[[0.0, math.log(3)], [5.0, 0.0]]])
+    assert discourse_loss(logits, torch.tensor([[1, -100]])).item() == pytest.approx(math.log(4 / 3))
+    assert discourse_loss(logits, torch.tensor([[-100, -100]])) is None
+
+
+def test_relation_labels_come_from_the_opening_markers_of_kept_units():
+    labels = torch.tensor([[BOS, SENT, 30, SENT, 31, SENT, 32, EOS], [BOS, SENT, 30, SENT, 31, EOS, -100, -100]])
+    rows = [{"target": "<sent> He came home. <sent> But she left. <sent> Then it rained."},
+            {"target": "<sent> A storm. <sent> Nobody came. <sent> So it ended."}]  # row 2: unit 3 cut
+    for kind, expected in (("marker", [[MARKERS.index("but"), MARKERS.index("then")], [-100, -100]]),
+                           ("class", [[2, 0], [-100, -100]])):  # comparison, temporal
+        config = tiny_dvt(relation_labels=kind).config
+        out = DiscoDVTForConditionalGeneration.batch_extras(config, None, rows, {"labels": labels})
+        assert out["relation_labels"].tolist() == expected
+
+
+def test_loss_is_reconstruction_plus_vq_plus_discourse():
+    model, batch = tiny_dvt(commitment_weight=0.5, discourse_weight=2.0), dvt_batch()
+    out = model(**batch)
+    expected = out.lm_loss + out.codebook_loss + 0.5 * out.commitment_loss + 2.0 * out.discourse_loss
+    assert torch.allclose(out.loss, expected)
+    assert {"codebook_loss", "commitment_loss", "discourse_loss"} <= set(loss_terms(out))  # the loop logs them
+    assert out.state_ids.shape == (3, math.ceil(batch["labels"].shape[1] / 4)) and 0 < out.codebook_usage <= 1
+    out.loss.backward()
+    grads = {n for n, p in model.named_parameters() if p.grad is not None and p.grad.abs().sum() > 0}
+    assert any(n.startswith("relation_head") for n in grads) and "code_posterior.quantizer.codebook" in grads
+    assert not any(n.startswith("code_prior") for n in grads)  # the prior learns in its own phase
+    plain = model(**{k: v for k, v in batch.items() if k != "relation_labels"})  # e.g. the plain collator
+    assert plain.discourse_loss is None
+    assert torch.allclose(plain.loss, plain.lm_loss + plain.codebook_loss + 0.5 * plain.commitment_loss)
+
+
+def test_without_labels_the_decoder_reads_the_priors_greedy_codes():
+    model, batch = tiny_dvt().eval(), dvt_batch()
+    decoder_input_ids = batch["labels"].clamp(min=1)
+    out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                decoder_input_ids=decoder_input_ids)
+    encoded = model.encode(batch["input_ids"], batch["attention_mask"])
+    codes = model.sample_codes(encoded, batch["attention_mask"], do_sample=False,
+                               max_codes=math.ceil(decoder_input_ids.shape[1] / 4))
+    given = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                  decoder_input_ids=decoder_input_ids, codes=codes)
+    assert out.loss is None and torch.allclose(out.logits, given.logits)
+    no_codes = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                     decoder_input_ids=decoder_input_ids, codes=torch.full_like(codes, -1))
+    assert not torch.allclose(out.logits, no_codes.logits)  # the codes reach the decoder
+
+
+def test_the_prior_phase_trains_only_the_prior_on_the_posteriors_codes():
+    model, batch = tiny_dvt(dropout=0.3), dvt_batch()
+    model.set_training_phase("prior")
+    model.train()
+    out = model(**batch)
+    with torch.no_grad():
+        model.eval()
+        post = model.posterior(batch["labels"])
+        inputs, targets = prior_sequences(post.indices, post.mask, model.config.num_codes)
+        encoded = model.encode(batch["input_ids"], batch["attention_mask"])
+        model.train()
+    assert torch.equal(out.state_ids, post.indices)  # dropout off in the frozen posterior
+    assert out.prior_loss is out.loss and out.lm_loss is None
+    model.code_prior.eval()
+    logits = model.code_prior(inputs, encoded, batch["attention_mask"])
+    assert torch.allclose(model(**batch).loss, prior_loss(logits, targets))
+    trainable = {n for n, p in model.named_parameters() if p.requires_grad}
+    assert trainable and all(n.startswith("code_prior.") for n in trainable)
+    model.set_training_phase("main")
+    assert not any(p.requires_grad for n, p in model.named_parameters() if n.startswith("code_prior."))
+    assert model.training_phases() == [("prior", 200)] and tiny_dvt(prior_steps=0).training_phases() == []
+
+
+def test_the_variant_adds_exactly_its_modules_to_bart():
+    names = {n for n, _ in tiny_dvt().named_parameters()}
+    bart = {n for n, _ in tiny_model(**BART_SWITCHES).named_parameters()}
+    assert bart < names
+    assert all(any(n.startswith(part) for part in NEW_PARTS) for n in names - bart)
+    assert {n.split(".")[0] for n in names - bart} == set(NEW_PARTS)
+
+
+def test_save_load_round_trip_through_the_registry(tmp_path):
+    model, batch = tiny_dvt(num_codes=12).eval(), dvt_batch()
+    model.save_pretrained(tmp_path)
+    cls = architecture_of(tmp_path)
+    assert cls is DiscoDVTForConditionalGeneration is architecture("discodvt")
+    loaded = cls.from_pretrained(tmp_path).eval()
+    assert loaded.config.num_codes == 12 and loaded.config.code_span == 4
+    a, b = model(**batch), loaded(**batch)
+    assert torch.equal(a.logits, b.logits) and torch.equal(a.loss, b.loss)
+    kwargs = dict(max_new_tokens=12, top_p=0.9)
+    x = model.generate(batch["input_ids"], batch["attention_mask"], generator=torch.Generator().manual_seed(0), **kwargs)
+    y = loaded.generate(batch["input_ids"], batch["attention_mask"], generator=torch.Generator().manual_seed(0), **kwargs)
+    assert torch.equal(x.codes, y.codes) and torch.equal(x.sequences, y.sequences)
+
+
+def test_sampling_codes_and_text_with_and_without_the_kv_cache_gives_the_same_tokens():
+    model, batch = tiny_dvt().eval(), dvt_batch()
+    encoded = model.encode(batch["input_ids"], batch["attention_mask"])
+    codes = [model.sample_codes(encoded, batch["attention_mask"], max_codes=10, top_p=0.9, use_cache=cache,
+                                generator=torch.Generator().manual_seed(5)) for cache in (True, False)]
+    assert torch.equal(*codes) and codes[0].shape[1] > 1
+    kwargs = dict(max_new_tokens=24, do_sample=True, top_p=0.9)
+    cached = model.generate(batch["input_ids"], batch["attention_mask"], generator=torch.Generator().manual_seed(3),
+                            **kwargs)
+    full = model.generate(batch["input_ids"], batch["attention_mask"], use_cache=False,
+                          generator=torch.Generator().manual_seed(3), **kwargs)
+    assert torch.equal(cached.codes, full.codes) and torch.equal(cached.sequences, full.sequences)
+    assert cached.units(0) == [] and cached.codes.shape[1] <= math.ceil(25 / 4)
+
+
+def test_variant_builds_from_params_with_its_options():
+    params = ModelParams(variants={"discodvt": {"kind": "discodvt", "options": {"num_codes": 64, "prior_steps": 5}}})
+    ids = SpecialTokenIds(bos=0, eos=2, pad=1, sent=SENT, entities=ENTITIES + list(range(11, 106)))
+    config = build_config(params, "discodvt", 200, ids)
+    assert isinstance(config, DiscoDVTConfig) and config.num_codes == 64 and config.prior_steps == 5
+    assert config.downsample_layers == 3 and config.relation_labels == "marker"
+    assert not (config.use_state or config.use_entity or config.use_state_attention)
+    with pytest.raises(ValueError, match="num_codes"):
+        build_config(ModelParams(variants={"d": {"kind": "discodvt", "options": {"num_codes": 1}}}), "d", 200, ids)
+    with pytest.raises(ValueError, match="relation_labels"):
+        build_config(ModelParams(variants={"d": {"kind": "discodvt", "options": {"relation_labels": "x"}}}),
+                     "d", 200, ids)
