@@ -1,0 +1,121 @@
+"""HINT's sentence-similarity targets, computed once per corpus (DVC stage `hint_targets`).
+
+    write_targets(Path("data/processed"), Path("data/processed/targets/hint/hint"), MiniLMFeaturizer())
+    rows = join(rows, Path("data/processed/targets/hint/hint/train.parquet"))
+
+For every stage-one row of train and val: t_ij = cosine of the teacher's embeddings of
+target units i and j (the `units` column), all N x N of them, row-major, float32, keyed by
+the row's `id`. The teacher stands in for HINT's SentenceBERT: all-MiniLM-L6-v2 (offline,
+eric/evaluate/mauve_score.py), or any featurizer (texts -> [n, d] array) passed in. It
+reads `<ek>` placeholders as "Entity k", so units about the same entity share a name.
+
+A variant that is not `kind: hint` gets only a marker file (MARKER): the stage is then
+near-instant, and its output does not change when a hint variant is added elsewhere.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+SPLITS = ("train", "val")
+MARKER = "NONE"
+SCHEMA = pa.schema([("id", pa.string()), ("hint_units", pa.int32()), ("hint_similarity", pa.list_(pa.float32()))])
+PLACEHOLDER = re.compile(r"<e(\d+)>")
+
+
+class TargetsError(RuntimeError):
+    """Bad input for the targets stage (a missing split, a foreign out folder); one line."""
+
+
+def teacher_text(unit: str) -> str:
+    return " ".join(PLACEHOLDER.sub(lambda m: f"Entity {m.group(1)}", unit).split())
+
+
+def cosine_matrix(features: np.ndarray) -> np.ndarray:
+    """[n, n] cosines of the rows of `features` (a zero row has cosine 0 with everything)."""
+    features = np.asarray(features, dtype=np.float64)
+    norms = np.linalg.norm(features, axis=1, keepdims=True)
+    unit = features / np.where(norms > 0, norms, 1.0)
+    return unit @ unit.T
+
+
+def targets_table(rows: list[dict], featurizer) -> pa.Table:
+    """rows with `id` and `units` -> SCHEMA; the teacher sees every unit of every row in one call."""
+    texts = [teacher_text(u) for r in rows for u in r["units"]]
+    features = np.asarray(featurizer(texts)) if texts else np.zeros((0, 1))
+    if len(features) != len(texts):
+        raise ValueError(f"featurizer gave {len(features)} vectors for {len(texts)} units")
+    ids, sizes, matrices, start = [], [], [], 0
+    for row in rows:
+        n = len(row["units"])
+        ids.append(row["id"])
+        sizes.append(n)
+        matrices.append(cosine_matrix(features[start:start + n]).astype(np.float32).ravel().tolist())
+        start += n
+    return pa.table({"id": ids, "hint_units": sizes, "hint_similarity": matrices}, schema=SCHEMA)
+
+
+def write_targets(processed_dir: Path, out_dir: Path, featurizer, splits=SPLITS) -> dict[str, int]:
+    """Targets of each split's stage-one rows into out_dir/<split>.parquet (replacing out_dir)."""
+    tables = {}
+    for split in splits:
+        source = processed_dir / "stage_one" / f"{split}.parquet"
+        if not source.is_file():
+            raise FileNotFoundError(f"{source}: no stage-one split here (run the preprocess stage first)")
+        tables[split] = targets_table(pq.read_table(source, columns=["id", "units"]).to_pylist(), featurizer)
+    with fresh_dir(out_dir) as tmp:
+        for split, table in tables.items():
+            pq.write_table(table, tmp / f"{split}.parquet")
+    return {split: table.num_rows for split, table in tables.items()}
+
+
+def write_marker(out_dir: Path, variant: str) -> None:
+    """The output of a variant that needs no targets."""
+    with fresh_dir(out_dir) as tmp:
+        (tmp / MARKER).write_text(f"{variant} is not a hint variant: no similarity targets\n")
+
+
+class fresh_dir:
+    """Write into a hidden sibling, then replace `out_dir` with it (only a folder this
+    module wrote before, holding nothing but its files, is removed)."""
+
+    def __init__(self, out_dir: Path):
+        self.out_dir = Path(out_dir)
+        self.tmp = self.out_dir.with_name(f".{self.out_dir.name}.tmp")
+
+    def __enter__(self) -> Path:
+        if self.out_dir.exists():
+            foreign = [p.name for p in self.out_dir.iterdir() if p.name not in {MARKER, *(f"{s}.parquet" for s in SPLITS)}]
+            if foreign or not self.out_dir.is_dir():
+                raise FileExistsError(f"{self.out_dir}: holds files this stage did not write ({foreign[:3]})")
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        self.tmp.mkdir(parents=True)
+        return self.tmp
+
+    def __exit__(self, kind, value, traceback) -> None:
+        if kind is not None:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            return
+        if self.out_dir.exists():
+            shutil.rmtree(self.out_dir)
+        self.tmp.rename(self.out_dir)
+
+
+def join(rows: list[dict], path: Path) -> list[dict]:
+    """`rows` with their `hint_units` and `hint_similarity` (by `id`); a missing file or row
+    is an error, since training would silently lose L_Sen."""
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no hint similarity targets (run `dvc repro hint_targets`, "
+                                f"or python stages/hint_targets.py <variant>)")
+    table = pq.read_table(path).to_pydict()
+    by_id = {i: (n, s) for i, n, s in zip(table["id"], table["hint_units"], table["hint_similarity"])}
+    missing = [r["id"] for r in rows if r["id"] not in by_id]
+    if missing:
+        raise ValueError(f"{path}: no targets for {len(missing)} rows (e.g. {missing[0]!r}); rerun hint_targets")
+    return [{**r, "hint_units": by_id[r["id"]][0], "hint_similarity": by_id[r["id"]][1]} for r in rows]

@@ -1,0 +1,220 @@
+"""HINT: both losses by hand, where r_n is read, the shuffled copy, the variant's parameters,
+save/load, sampling with and without the KV cache, building from params, first-phase heads."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from eric.config import ModelParams
+from eric.data.tokenizer import build_tokenizer
+from eric.model.hint import (
+    IGNORE, HintConfig, HintForConditionalGeneration, closing_positions, order_loss, shuffle_units,
+    similarity_loss, similarity_targets,
+)
+from eric.model.registry import architecture, architecture_of
+from eric.model.variants import build_model
+from tests.model.conftest import BOS, EOS, SENT, make_batch, tiny_config, tiny_model
+
+BART_SWITCHES = dict(use_state=False, use_entity=False, use_state_attention=False)
+
+
+def tiny_hint(seed: int = 0, **overrides) -> HintForConditionalGeneration:
+    torch.manual_seed(seed)
+    base = {k: v for k, v in tiny_config(**BART_SWITCHES).to_dict().items() if k in HintConfig.__dataclass_fields__}
+    return HintForConditionalGeneration(HintConfig(**{**base, **overrides}))
+
+
+def extras(model, batch, units=None, seed=0):
+    """The collator's extras; `units` rows of cached similarity matrices (None: no L_Sen)."""
+    rows = [{} for _ in range(batch["labels"].shape[0])] if units is None else units
+    torch.manual_seed(seed)
+    return HintForConditionalGeneration.batch_extras(model.config, None, rows, batch)
+
+
+def identity_targets(batch) -> list[dict]:
+    """Rows whose cached cosines are 0.25 everywhere off the diagonal (1 on it)."""
+    rows = []
+    for labels in batch["labels"]:
+        n = int((labels == SENT).sum())
+        matrix = torch.full((n, n), 0.25).fill_diagonal_(1.0)
+        rows.append({"id": "x", "hint_units": n, "hint_similarity": matrix.flatten().tolist()})
+    return rows
+
+
+def test_similarity_loss_matches_a_hand_computation():
+    ln3 = math.log(3)
+    # one text of 3 units (the 3rd missing) and one of 2: sigmoid(0) = 0.5, sigmoid(ln 3) = 0.75
+    scores = torch.tensor([[[9.0, 0.0, 5.0], [ln3, 9.0, 5.0], [5.0, 5.0, 5.0]],
+                           [[9.0, ln3, 5.0], [0.0, 9.0, 5.0], [5.0, 5.0, 5.0]]])
+    targets = torch.tensor([[[1.0, 0.45, 0.0], [0.45, 1.0, 0.0], [0.0, 0.0, 1.0]],
+                            [[1.0, 0.8, IGNORE], [IGNORE, 1.0, IGNORE], [IGNORE, IGNORE, IGNORE]]])
+    exists = torch.tensor([[True, True, False], [True, True, False]])
+    # pairs: (0,1) |0.5-0.45| = 0.05 -> margin 0.1; (1,0) |0.75-0.45| = 0.3; (0,1) of text 2: 0.05 -> 0.1;
+    # its (1,0) has no target; diagonals and the missing unit are left out
+    assert similarity_loss(scores, targets, exists, margin=0.1).item() == pytest.approx((0.1 + 0.3 + 0.1) / 3)
+    assert similarity_loss(scores, targets, exists, margin=0.0).item() == pytest.approx((0.05 + 0.3 + 0.05) / 3)
+    assert similarity_loss(scores, targets, exists & False, margin=0.1).item() == 0.0
+
+
+def test_order_loss_matches_a_hand_computation():
+    logits = torch.tensor([[0.0, math.log(3)], [math.log(3), 7.0]])
+    labels = torch.tensor([[1, 0], [1, IGNORE]])
+    # -ln 0.5, -ln(1 - 0.75) = ln 4, -ln 0.75
+    expected = (math.log(2) + math.log(4) + math.log(4 / 3)) / 3
+    assert order_loss(logits, labels).item() == pytest.approx(expected, abs=1e-6)
+    assert order_loss(logits, torch.full_like(labels, IGNORE)).item() == 0.0
+
+
+def test_unit_representation_has_read_its_whole_unit_and_nothing_after():
+    batch = make_batch(rows=1, units=(3,))
+    labels = batch["labels"]  # <s> <sent> w w w w <sent> w w w w <sent> w w w w </s>
+    positions, exists = closing_positions(labels, SENT, EOS)
+    assert positions.tolist() == [[6, 11, 16]] and exists.all()
+    assert labels[0, 6] == SENT and labels[0, 16] == EOS and labels[0, 0] == BOS
+    model = tiny_hint().eval()
+
+    def reps(lab):
+        return model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                     labels=lab).decoder_last_hidden_state[0, positions[0]]
+
+    base = reps(labels)
+    changed_last_token = labels.clone()
+    changed_last_token[0, 5] = 21 if labels[0, 5] != 21 else 22  # the last token of unit 1
+    after = reps(changed_last_token)
+    assert not torch.allclose(after[0], base[0])  # r_1 read the unit's last token
+    changed_next_unit = labels.clone()
+    changed_next_unit[0, 7] = 21 if labels[0, 7] != 21 else 22  # the first word of unit 2
+    after = reps(changed_next_unit)
+    torch.testing.assert_close(after[0], base[0])  # r_1 has not read unit 2
+    assert not torch.allclose(after[1], base[1])
+
+
+def test_shuffled_copy_moves_whole_units_and_labels_each_adjacent_pair():
+    batch = make_batch(rows=3, units=(4, 5, 1))
+    labels = batch["labels"]
+    shuffled, pairs = shuffle_units(labels, SENT, EOS, ratio=1.0, generator=torch.Generator().manual_seed(1))
+    for b in range(3):
+        row, new = labels[b].tolist(), shuffled[b].tolist()
+        units = _units(row)
+        moved = _units(new)
+        assert sorted(map(tuple, moved)) == sorted(map(tuple, units)) and new[-1:] == row[-1:]
+        order = [units.index(u) for u in moved]
+        expected = [int(a < c) for a, c in zip(order, order[1:])]
+        assert pairs[b, :len(expected)].tolist() == expected
+        assert (pairs[b, len(expected):] == IGNORE).all()
+        if len(units) > 1:
+            assert order != sorted(order)  # never the identity
+    assert torch.equal(shuffled[2], labels[2])  # one unit: nothing to shuffle, no pair
+    again, _ = shuffle_units(labels, SENT, EOS, ratio=1.0, generator=torch.Generator().manual_seed(1))
+    assert torch.equal(again, shuffled)
+    part, _ = shuffle_units(labels, SENT, EOS, ratio=0.5, generator=torch.Generator().manual_seed(1))
+    assert sum(a != b for a, b in zip(_units(part[1].tolist()), _units(labels[1].tolist()))) in (2, 3)
+
+
+def _units(row: list[int]) -> list[list[int]]:
+    row = [t for t in row if t != IGNORE]
+    starts = [i for i, t in enumerate(row) if t == SENT]
+    return [row[s:e] for s, e in zip(starts, [*starts[1:], row.index(EOS)])]
+
+
+def test_similarity_targets_are_cropped_to_the_units_the_collator_kept():
+    rows = [{"id": "a", "hint_units": 3, "hint_similarity": list(range(9))},
+            {"id": "b", "hint_units": 2, "hint_similarity": [1.0, 0.5, 0.5, 1.0]}]
+    exists = torch.tensor([[True, True], [True, False]])
+    out = similarity_targets(rows, exists)
+    assert out[0].tolist() == [[0.0, 1.0], [3.0, 4.0]]
+    assert out[1].tolist() == [[1.0, IGNORE], [IGNORE, IGNORE]]
+    with pytest.raises(ValueError, match="row 'b': 2 units but hint targets for 1"):
+        similarity_targets([rows[0], {"id": "b", "hint_units": 1, "hint_similarity": [1.0]}],
+                           torch.tensor([[True, True], [True, True]]))
+
+
+def test_loss_is_lm_plus_the_weighted_terms_and_plain_bart_without_extras():
+    batch = make_batch()
+    model = tiny_hint(similarity_weight=0.5, order_weight=0.25)
+    out = model(**batch, **extras(model, batch, identity_targets(batch)))
+    assert out.similarity_loss > 0 and out.order_loss > 0
+    torch.testing.assert_close(out.loss, out.lm_loss + 0.5 * out.similarity_loss + 0.25 * out.order_loss)
+    assert {"similarity_loss", "order_loss", "lm_loss"} <= set(out.loss_terms())
+    out.loss.backward()
+    assert model.hint_similarity_head.proj.weight.grad.abs().sum() > 0
+    assert model.hint_order_head.proj.weight.grad.abs().sum() > 0
+    # evaluation's plain collator: no extras, the LM loss only, and BART's logits with the same init
+    plain, bart = tiny_hint().eval(), tiny_model(**BART_SWITCHES).eval()
+    bart.load_state_dict(plain.state_dict(), strict=False)
+    a, b = plain(**batch), bart(**batch)
+    assert a.similarity_loss is None and a.order_loss is None and torch.equal(a.loss, a.lm_loss)
+    torch.testing.assert_close(a.logits, b.logits)
+    off = tiny_hint(similarity_weight=0, order_weight=0)
+    assert extras(off, batch, identity_targets(batch)) == {}
+
+
+def test_the_variant_adds_exactly_the_two_heads_to_bart():
+    hint, bart = tiny_hint(), tiny_model(**BART_SWITCHES)
+    names = lambda m: {n for n, _ in m.named_parameters()}  # noqa: E731
+    added = names(hint) - names(bart)
+    assert names(bart) <= names(hint)
+    assert added == {f"hint_{h}_head.{p}" for h in ("similarity", "order") for p in ("proj.weight", "bias")}
+    assert all(any(part in n for part in HintForConditionalGeneration.new_modules) for n in added)
+
+
+def test_save_load_round_trip_through_the_registry(tmp_path):
+    batch = make_batch()
+    model = tiny_hint(shuffle_ratio=0.75).eval()
+    model.save_pretrained(tmp_path)
+    cls = architecture_of(tmp_path)
+    assert cls is HintForConditionalGeneration is architecture("hint")
+    loaded = cls.from_pretrained(tmp_path).eval()
+    assert loaded.config.shuffle_ratio == 0.75
+    a = model(**batch, **extras(model, batch, identity_targets(batch)))
+    b = loaded(**batch, **extras(loaded, batch, identity_targets(batch)))
+    assert torch.equal(a.logits, b.logits) and torch.equal(a.loss, b.loss)
+
+
+def test_sampling_with_and_without_the_kv_cache_gives_the_same_tokens():
+    model, batch = tiny_hint().eval(), make_batch(rows=2)
+    kwargs = dict(max_new_tokens=20, do_sample=True, top_p=0.9)
+    cached = model.generate(batch["input_ids"], batch["attention_mask"],
+                            generator=torch.Generator().manual_seed(3), **kwargs)
+    full = model.generate(batch["input_ids"], batch["attention_mask"], use_cache=False,
+                          generator=torch.Generator().manual_seed(3), **kwargs)
+    assert torch.equal(cached.sequences, full.sequences)
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return build_tokenizer(["<e0> meets <e1> at night.", "The town sleeps."] * 20, vocab_size=300, max_entities=100)
+
+
+def test_build_model_from_params_with_its_options(tokenizer):
+    params = ModelParams(size="tiny", variants={"hint": {"kind": "hint", "options": {"order_weight": 0.3}}})
+    model = build_model(params, "hint", tokenizer)
+    assert isinstance(model, HintForConditionalGeneration)
+    c = model.config
+    assert (c.order_weight, c.similarity_weight, c.similarity_margin, c.shuffle_ratio) == (0.3, 0.1, 0.1, 0.5)
+    assert not (c.use_state or c.use_entity or c.use_state_attention)
+    with pytest.raises(ValueError, match="shuffle_ratio"):
+        build_model(ModelParams(variants={"h": {"kind": "hint", "options": {"shuffle_ratio": 0}}}), "h", tokenizer)
+    with pytest.raises(ValueError, match="extra"):
+        build_model(ModelParams(variants={"h": {"kind": "hint", "options": {"lambda": 1}}}), "h", tokenizer)
+
+
+def test_a_first_phase_checkpoint_passes_its_heads_to_the_next_run(tmp_path, tokenizer):
+    """HINT's separate first phase: `model.init` = an eric_hint output keeps the trained heads;
+    a plain BART checkpoint gives fresh ones."""
+    bart_switches = {"state": False, "entity": False, "state_attention": False}
+    params = ModelParams(size="tiny", variants={"hint": {"kind": "hint"}, "bart": bart_switches})
+    first = build_model(params, "hint", tokenizer)
+    with torch.no_grad():
+        first.hint_order_head.bias.fill_(0.7)
+    first.save_pretrained(tmp_path / "phase1")
+    second = build_model(params.model_copy(update={"init": str(tmp_path / "phase1")}), "hint", tokenizer)
+    assert torch.equal(second.hint_order_head.proj.weight, first.hint_order_head.proj.weight)
+    assert second.hint_order_head.bias.item() == pytest.approx(0.7)
+    assert torch.equal(second.model.shared.weight, first.model.shared.weight)
+    build_model(params, "bart", tokenizer).save_pretrained(tmp_path / "bart")
+    fresh = build_model(params.model_copy(update={"init": str(tmp_path / "bart")}), "hint", tokenizer)
+    assert fresh.hint_order_head.bias.item() == 0.0
