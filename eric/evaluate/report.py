@@ -31,6 +31,7 @@ DISPLAY_NAMES = {
     "simctg": "SimCTG",
     "plan_ahead": "PlanAhead",
     "discodvt": "DiscoDVT",
+    "hint": "HINT",
 }
 MISSING = "–"
 REPORT_TRANSITIONS = 5  # pairs per ranking and variant
