@@ -206,9 +206,12 @@ class EricGenerationMixin:
         if config.use_state:
             predicted = self.state_predictor((context + unit_embed)[:, None], keys, values, visible)[:, 0]
             has_entity = classes > 0
-            quantized = self.state_space(predicted, counted=False)
-            state_ids = torch.where(has_entity, quantized.indices, -1)
-            state_embed = self.state_input(quantized.states.to(self.state_input.weight.dtype))
+            # nearest + lookup: the quantizer's ids and state values without its training-only
+            # dense-gradient and straight-through arithmetic (values equal to float rounding)
+            nearest = self.state_space.nearest(predicted)
+            state_ids = torch.where(has_entity, nearest, -1)
+            states = self.state_space.lookup(nearest)
+            state_embed = self.state_input(states.to(self.state_input.weight.dtype))
             unit_embed = unit_embed + state_embed * has_entity[:, None].to(state_embed.dtype)
         records.append((reads_sent, classes, state_ids))
         return unit_embed[:, None]
@@ -275,8 +278,7 @@ class _StepState:
         model = self.model
         if self.use_cache:
             keys, values = self.memory.key_values()
-            visible = torch.ones(tokens.shape[0], 1, tokens.shape[1] - 1, dtype=torch.bool, device=tokens.device)
-            return self.memory.context(model.dtype), keys, values, visible
+            return self.memory.context(model.dtype), keys, values, None  # None: every position read so far is visible
         # training-time code path: layout of the whole prefix, last unit of each row
         config = model.config
         hidden = torch.cat([self.hidden, self.hidden.new_zeros(self.hidden[:, :1].shape)], dim=1)

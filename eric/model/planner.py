@@ -58,12 +58,16 @@ class StatePredictor(nn.Module):
         return self.k_proj(hidden), self.v_proj(hidden)
 
     def forward(
-        self, query: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, visible: torch.Tensor
+        self, query: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, visible: torch.Tensor | None
     ) -> torch.Tensor:
-        """query [B, N, d] (q_{n-1} + E(p_n)); keys/values [B, T, D]; visible [B, N, T] -> e^ [B, N, D]."""
+        """query [B, N, d] (q_{n-1} + E(p_n)); keys/values [B, T, D]; visible [B, N, T] -> e^ [B, N, D].
+
+        visible None: every key is visible (a generation step), so no mask is built."""
         q = self._heads(self.q_proj(query))
-        bias = torch.zeros(visible.shape, dtype=q.dtype, device=q.device)
-        bias = bias.masked_fill(~visible, torch.finfo(q.dtype).min)[:, None]
+        bias = None
+        if visible is not None:
+            bias = torch.zeros(visible.shape, dtype=q.dtype, device=q.device)
+            bias = bias.masked_fill(~visible, torch.finfo(q.dtype).min)[:, None]
         out = F.scaled_dot_product_attention(q, self._heads(keys.to(q.dtype)), self._heads(values.to(q.dtype)), bias)
         out = out.transpose(1, 2).reshape(*query.shape[:-1], -1)
         return F.normalize(self.out_proj(out), dim=-1)

@@ -118,3 +118,15 @@ def test_every_variant_samples_and_keeps_cache_parity(switches):
         assert (cached.state_ids == -1).all() if not switches.get("use_state", True) else True
     else:
         assert cached.entity_ids is None and cached.units(0) == []
+
+
+def test_the_predictor_without_a_mask_equals_an_all_visible_mask():
+    """Generation passes visible=None (every position read so far is visible): no mask is built."""
+    from eric.model.planner import StatePredictor
+
+    torch.manual_seed(0)
+    predictor = StatePredictor(d_model=16, state_dim=8, num_heads=2).eval()
+    hidden, query = torch.randn(3, 7, 16), torch.randn(3, 1, 16)
+    keys, values = predictor.memory(hidden)
+    everything = torch.ones(3, 1, 7, dtype=torch.bool)
+    assert torch.equal(predictor(query, keys, values, None), predictor(query, keys, values, everything))

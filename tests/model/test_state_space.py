@@ -33,6 +33,18 @@ def test_nearest_state_is_the_highest_cosine_and_values_pass_straight_through():
     assert space.codebook.grad is not None and space.codebook.grad.abs().sum() > 0
 
 
+@pytest.mark.parametrize("gradient", ["dense", "selected"])
+def test_generation_lookup_gives_the_quantizer_ids_and_states(gradient):
+    """Generation quantizes by nearest + lookup (no training arithmetic): same ids, same values."""
+    torch.manual_seed(0)
+    space = StateSpace(num_states=16, state_dim=8, gradient=gradient).eval()
+    e = F.normalize(torch.randn(40, 8), dim=-1)
+    q = space(e, counted=False)
+    ids = space.nearest(e)
+    assert torch.equal(ids, q.indices)
+    torch.testing.assert_close(space.lookup(ids), q.states, rtol=0, atol=1e-6)
+
+
 def test_usage_counts_accumulate_only_in_training():
     space = StateSpace(num_states=4, state_dim=3)
     e = F.normalize(torch.randn(7, 3), dim=-1)
