@@ -167,7 +167,7 @@ class SentenceEncoder(nn.Module):
         if self.event_norm is not None:
             valid = packed.query_valid
             projected = projected.clone()
-            projected[valid] = self.event_norm(projected[valid].float()).to(projected.dtype)
+            projected[valid] = _float_batch_norm(self.event_norm, projected[valid]).to(projected.dtype)
         events = F.normalize(projected, dim=-1)
         out = out.to(events.dtype)
         out[packed.query_found] = events.flatten(0, 1)[packed.query_slot]
@@ -186,6 +186,21 @@ class SentenceEncoder(nn.Module):
         out = F.dropout(out, p=layer.activation_dropout, training=self.training)
         out = F.dropout(layer.fc2(out), p=layer.dropout, training=self.training)
         return layer.final_layer_norm(residual + out)
+
+
+def _float_batch_norm(norm: nn.BatchNorm1d, x: torch.Tensor) -> torch.Tensor:
+    """The batch norm in float32, also when the module was cast to bf16 (DeepSpeed's bf16 mode
+    casts every buffer, and batch_norm refuses float input with bf16 statistics)."""
+    if norm.running_mean.dtype == torch.float32:
+        return norm(x.float())
+    mean, var = norm.running_mean.float(), norm.running_var.float()
+    out = F.batch_norm(x.float(), mean, var, training=norm.training, momentum=norm.momentum, eps=norm.eps)
+    if norm.training:  # what the module would do, kept at the buffers' precision
+        with torch.no_grad():
+            norm.running_mean.copy_(mean)
+            norm.running_var.copy_(var)
+            norm.num_batches_tracked.add_(1)
+    return out
 
 
 def _additive(allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:

@@ -70,3 +70,21 @@ def test_units_without_entities_are_not_encoded_but_all_rows_are():
     norms = events.norm(dim=-1)
     assert torch.allclose(norms[positions >= 0], torch.ones_like(norms[positions >= 0]), atol=1e-5)
     assert torch.equal(norms[positions < 0], torch.zeros_like(norms[positions < 0]))
+
+
+def test_event_norm_runs_in_float32_when_the_model_is_cast_to_bf16():
+    """DeepSpeed's bf16 mode casts every buffer; the batch norm of e_n still works, in float32."""
+    from eric.model.sentence_encoder import _float_batch_norm
+
+    torch.manual_seed(0)
+    norm = torch.nn.BatchNorm1d(8, affine=False).train()
+    cast = torch.nn.BatchNorm1d(8, affine=False).train().to(torch.bfloat16)
+    x = torch.randn(5, 8)
+    assert torch.equal(_float_batch_norm(cast, x), norm(x))  # training: the batch's own statistics
+    assert torch.equal(cast.running_mean, norm.running_mean.to(torch.bfloat16))
+    assert int(cast.num_batches_tracked) == 1
+
+    model = tiny_model(event_norm="batch").to(torch.bfloat16).train()
+    assert torch.isfinite(model(**make_batch()).loss)
+    cast.eval()
+    assert torch.isfinite(_float_batch_norm(cast, x)).all()
