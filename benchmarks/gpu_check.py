@@ -1,0 +1,295 @@
+"""The GPU path, ERIC and BART side by side: training, memory, MFU, DeepSpeed, sampling, CPU reload.
+
+    python benchmarks/gpu_check.py [--size base] [--steps 20] [--warmup 5] [--batch 16]
+                                   [--sample-batches 1 32] [--sample-tokens 128] [--out FILE.json]
+
+(benchmarks/gpu_check.sh runs it with the figures README asks for.) On a CUDA machine
+it trains bf16 with DeepSpeed ZeRO-2 (`infra/deepspeed/gpu_bf16_zero2.json`, what
+`deepspeed_config: auto` picks there); on CPU it runs the same code with the CPU config
+(that is how the test runs it, at a toy size). For ERIC (every mechanism) and BART
+(transformers' BartForConditionalGeneration of the same dimensions), on bench_model.py's
+synthetic batches (128 source + 256 target tokens, a unit every 17 tokens, 73% of units
+with an entity):
+
+  train        tokens/s (source + target) of our DeepSpeed Trainer and of a plain torch
+               loop (AdamW, bf16 autocast, clipping) on the same batches: medians of the
+               steps after --warmup; DeepSpeed / plain as a ratio
+  memory       peak CUDA memory of each loop (torch.cuda.max_memory_allocated)
+  MFU          model FLOPs per step (forward + backward, counted by torch's FlopCounterMode
+               on one batch) x steps/s / the card's peak dense bf16 FLOP/s (--peak-tflops,
+               else a table of known cards; none on CPU)
+  sampling     tokens/s of `generate` (top-p 0.9, KV cache, exactly --sample-tokens new
+               tokens) at each --sample-batches size, bf16 autocast on CUDA
+  reload       the DeepSpeed-trained weights saved with `Trainer.save_pretrained` (fp32
+               masters, safetensors), loaded in fp32 on the training device and on CPU:
+               the two give the same loss on a batch (1e-3 relative), close to the trained
+               module's own (bf16 on GPU; 5e-2), and the CPU model samples
+
+Prints one table and, with --out, writes every figure as JSON. Exit status 1 if a
+reload check fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+from transformers import BartForConditionalGeneration
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_model import bart_config, eric_config, synthetic_batch  # noqa: E402
+
+from eric.model import EricForConditionalGeneration  # noqa: E402
+from eric.train.engine import build_optimizer  # noqa: E402
+from eric.train.loop import LoopSettings, Trainer  # noqa: E402
+from eric.train.runtime import device_kind  # noqa: E402
+
+# peak dense bf16 tensor FLOP/s by device name (vendor data sheets, no sparsity)
+PEAK_TFLOPS = {"H200": 989.0, "H100 SXM": 989.0, "H100 80GB HBM3": 989.0, "H100 PCIe": 756.0, "H100": 756.0,
+               "A100": 312.0, "L40S": 362.0, "A10G": 70.0, "L4": 121.0}
+BART_KEYS = ("input_ids", "attention_mask", "labels")
+
+
+def build(name: str, size: str, vocab: int) -> torch.nn.Module:
+    torch.manual_seed(0)
+    config = eric_config(size, vocab)
+    if name == "eric":
+        return EricForConditionalGeneration(config)
+    return BartForConditionalGeneration(bart_config(config))
+
+
+def examples(name: str, n: int, args) -> list[dict]:
+    """`n` rows of one synthetic batch (padded alike, so any slice stacks)."""
+    batch = synthetic_batch(n, args.src, args.tgt, args.vocab)
+    keys = BART_KEYS if name == "bart" else batch.keys()
+    return [{k: batch[k][i] for k in keys} for i in range(n)]
+
+
+def collate(rows: list[dict]) -> dict:
+    return {k: torch.stack([r[k] for r in rows]) for k in rows[0]}
+
+
+def synchronize() -> None:
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+def reset_peak() -> None:
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+
+
+def peak_gib() -> float | None:
+    return torch.cuda.max_memory_allocated() / 2**30 if torch.cuda.is_available() else None
+
+
+def step_flops(model: torch.nn.Module, batch: dict, bf16: bool) -> int:
+    """FLOPs of one forward + backward (matmuls and attention, as FlopCounterMode counts them)."""
+    device = device_kind()
+    with FlopCounterMode(display=False) as counter:
+        with torch.autocast(device, dtype=torch.bfloat16, enabled=bf16):
+            loss = model(**batch).loss
+        loss.backward()
+    model.zero_grad(set_to_none=True)
+    return counter.get_total_flops()
+
+
+def plain_loop(name: str, data: list[dict], args, bf16: bool) -> dict:
+    """Hand-written loop: seconds per step, peak memory, FLOPs per step."""
+    device = device_kind()
+    model = build(name, args.size, args.vocab).to(device).train()
+    optimizer, scheduler = build_optimizer(model, 1e-4, 0.01, total_steps=args.steps)
+    batches = [{k: v.to(device) for k, v in collate(data[i * args.batch:(i + 1) * args.batch]).items()}
+               for i in range(args.steps)]
+    flops = step_flops(model, batches[0], bf16)
+    reset_peak()
+    durations = []
+    for batch in batches:
+        synchronize()
+        start = time.perf_counter()
+        with torch.autocast(device, dtype=torch.bfloat16, enabled=bf16):
+            loss = model(**batch).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad(set_to_none=True)
+        loss.item()
+        synchronize()
+        durations.append(time.perf_counter() - start)
+    return {"seconds": durations, "peak_gib": peak_gib(), "flops": flops}
+
+
+def deepspeed_loop(name: str, data: list[dict], args, folder: Path) -> tuple[dict, Trainer]:
+    """Our Trainer (DeepSpeed, `deepspeed_config: auto`): seconds per step, peak memory."""
+    settings = LoopSettings(micro_batch_size=args.batch, max_steps=args.steps, checkpoint_every=10**9,
+                            log_every=10**9, eval_at_start=False, length_grouping=False, progress=False, lr=1e-4)
+    marks: list[float] = []
+
+    def mark(_trainer) -> None:
+        synchronize()
+        marks.append(time.perf_counter())
+
+    reset_peak()
+    trainer = Trainer(build(name, args.size, args.vocab), settings, train_set=data, collate_fn=collate,
+                      checkpoint_dir=folder / f"{name}-checkpoints", on_step_end=mark)
+    synchronize()
+    marks.append(time.perf_counter())
+    trainer.fit()
+    return {"seconds": [b - a for a, b in zip(marks, marks[1:])], "peak_gib": peak_gib()}, trainer
+
+
+def sampling_speed(model, batch_size: int, args, bf16: bool) -> float:
+    """New tokens/s of `generate` at one batch size (one warm-up call first)."""
+    device = device_kind()
+    source = synthetic_batch(batch_size, args.src, args.tgt, args.vocab)["input_ids"].to(device)
+    model.eval()
+
+    def run(tokens: int) -> float:
+        synchronize()
+        start = time.perf_counter()
+        with torch.autocast(device, dtype=torch.bfloat16, enabled=bf16), torch.no_grad():
+            if isinstance(model, EricForConditionalGeneration):
+                model.generate(source, max_new_tokens=tokens, min_new_tokens=tokens, top_p=0.9,
+                               generator=torch.Generator(device=device).manual_seed(0))
+            else:
+                torch.manual_seed(0)
+                model.generate(source, do_sample=True, top_p=0.9, top_k=0, max_new_tokens=tokens,
+                               min_new_tokens=tokens, num_beams=1)
+        synchronize()
+        return time.perf_counter() - start
+
+    run(min(8, args.sample_tokens))
+    return batch_size * args.sample_tokens / run(args.sample_tokens)
+
+
+def reload_on_cpu(name: str, trainer: Trainer, data: list[dict], folder: Path) -> dict:
+    """Save the trained weights; the file loaded on the training device (fp32) and on CPU
+    gives the same loss, close to the trained module's own (bf16 on GPU); the CPU model samples."""
+    out = trainer.save_pretrained(folder / f"{name}-final")
+    cls = EricForConditionalGeneration if name == "eric" else BartForConditionalGeneration
+    device = device_kind()
+    batch = collate(data[:2])
+    losses = {}
+    with torch.no_grad():
+        module = trainer.engine.module.eval()
+        losses["trained"] = module(**{k: v.to(module.device) for k, v in batch.items()}).loss.item()
+        for where in dict.fromkeys([device, "cpu"]):
+            model = cls.from_pretrained(out, local_files_only=True).to(where).eval()
+            losses[where] = model(**{k: v.to(where) for k, v in batch.items()}).loss.item()
+        tokens, source = 8, batch["input_ids"][:1]
+        if name == "eric":
+            sample = model.generate(source, max_new_tokens=tokens, min_new_tokens=tokens, top_p=0.9).sequences
+        else:
+            sample = model.generate(source, do_sample=True, top_p=0.9, max_new_tokens=tokens,
+                                    min_new_tokens=tokens, num_beams=1)
+    close = lambda a, b, rel: abs(a - b) <= rel * max(1.0, abs(a))  # noqa: E731
+    return {"trained_loss": losses["trained"], "device_loss": losses[device], "cpu_loss": losses["cpu"],
+            "loss_ok": close(losses[device], losses["cpu"], 1e-3) and close(losses["trained"], losses["cpu"], 5e-2),
+            "samples_ok": sample.shape[1] >= tokens}
+
+
+def peak_tflops(args) -> float | None:
+    if args.peak_tflops:
+        return args.peak_tflops
+    if not torch.cuda.is_available():
+        return None
+    name = torch.cuda.get_device_name()
+    return next((v for k, v in PEAK_TFLOPS.items() if k in name), None)
+
+
+def median_rate(seconds: list[float], warmup: int, tokens: int) -> float:
+    return tokens / statistics.median(seconds[warmup:] or seconds)
+
+
+def check(name: str, args, folder: Path, bf16: bool, peak: float | None) -> dict:
+    data = examples(name, args.steps * args.batch, args)
+    tokens = args.batch * (args.src + args.tgt)
+    plain = plain_loop(name, data, args, bf16)
+    ours, trainer = deepspeed_loop(name, data, args, folder)
+    result = {
+        "params_m": sum(p.numel() for p in trainer.engine.module.parameters()) / 1e6,
+        "plain_tokens_per_s": median_rate(plain["seconds"], args.warmup, tokens),
+        "deepspeed_tokens_per_s": median_rate(ours["seconds"], args.warmup, tokens),
+        "plain_peak_gib": plain["peak_gib"],
+        "deepspeed_peak_gib": ours["peak_gib"],
+        "step_tflop": plain["flops"] / 1e12,
+    }
+    result["deepspeed_vs_plain"] = result["deepspeed_tokens_per_s"] / result["plain_tokens_per_s"]
+    for loop in ("plain", "deepspeed"):
+        steps_per_s = result[f"{loop}_tokens_per_s"] / tokens
+        result[f"{loop}_mfu"] = plain["flops"] * steps_per_s / (peak * 1e12) if peak else None
+    model = trainer.engine.module
+    for size in args.sample_batches:
+        result[f"sample_tokens_per_s_batch{size}"] = sampling_speed(model, size, args, bf16)
+    result["reload"] = reload_on_cpu(name, trainer, data, folder)
+    del trainer
+    return result
+
+
+def report(results: dict, meta: dict) -> None:
+    print(f"device {meta['device']}, size {meta['size']}, batch {meta['batch']} x ({meta['src']} + {meta['tgt']}) "
+          f"tokens, bf16 {meta['bf16']}, {meta['steps']} steps (median after {meta['warmup']}), "
+          f"peak {meta['peak_tflops']} TFLOP/s")
+    fmt = lambda v, spec: "n/a" if v is None else format(v, spec)  # noqa: E731
+    rows = [("params (M)", "params_m", ".1f"), ("train tok/s, plain torch", "plain_tokens_per_s", ",.0f"),
+            ("train tok/s, DeepSpeed", "deepspeed_tokens_per_s", ",.0f"),
+            ("DeepSpeed / plain", "deepspeed_vs_plain", ".3f"), ("peak GiB, plain", "plain_peak_gib", ".2f"),
+            ("peak GiB, DeepSpeed", "deepspeed_peak_gib", ".2f"), ("TFLOP per step", "step_tflop", ".3f"),
+            ("MFU, plain", "plain_mfu", ".1%"), ("MFU, DeepSpeed", "deepspeed_mfu", ".1%")]
+    rows += [(f"sample tok/s, batch {b}", f"sample_tokens_per_s_batch{b}", ",.0f") for b in meta["sample_batches"]]
+    print(f"{'':28} {'ERIC':>12} {'BART':>12} {'ERIC/BART':>10}")
+    for label, key, spec in rows:
+        e, b = results["eric"][key], results["bart"][key]
+        ratio = fmt(e / b if e is not None and b else None, ".3f")
+        print(f"{label:28} {fmt(e, spec):>12} {fmt(b, spec):>12} {ratio:>10}")
+    for name, r in results.items():
+        reload = r["reload"]
+        print(f"{name}: saved on {meta['device']}, loaded on CPU: loss trained {reload['trained_loss']:.5f}, "
+              f"reloaded on the device {reload['device_loss']:.5f}, on CPU {reload['cpu_loss']:.5f} "
+              f"({'ok' if reload['loss_ok'] else 'MISMATCH'}), "
+              f"CPU sample {'ok' if reload['samples_ok'] else 'FAILED'}")
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", default="base", choices=["tiny", "base"])
+    parser.add_argument("--vocab", type=int, default=50265 + 101, help="bart-base's vocabulary + ERIC's tokens")
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--batch", type=int, default=16)
+    parser.add_argument("--src", type=int, default=128)
+    parser.add_argument("--tgt", type=int, default=256)
+    parser.add_argument("--sample-batches", type=int, nargs="+", default=[1, 32])
+    parser.add_argument("--sample-tokens", type=int, default=128)
+    parser.add_argument("--peak-tflops", type=float, default=None, help="the card's peak dense bf16 TFLOP/s")
+    parser.add_argument("--models", nargs="+", default=["eric", "bart"], choices=["eric", "bart"])
+    parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
+    args = parser.parse_args(argv)
+    bf16 = torch.cuda.is_available()  # the GPU recipe; CPU stays in fp32 (no native bf16 on our CPUs)
+    meta = {"device": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu", "size": args.size,
+            "batch": args.batch, "src": args.src, "tgt": args.tgt, "bf16": bf16, "steps": args.steps,
+            "warmup": args.warmup, "peak_tflops": peak_tflops(args), "sample_batches": args.sample_batches,
+            "sample_tokens": args.sample_tokens, "torch": torch.__version__}
+    with tempfile.TemporaryDirectory() as tmp:
+        results = {name: check(name, args, Path(tmp), bf16, meta["peak_tflops"]) for name in args.models}
+    if set(results) == {"eric", "bart"}:
+        report(results, meta)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps({"meta": meta, "results": results}, indent=2))
+    return {"meta": meta, "results": results}
+
+
+if __name__ == "__main__":
+    figures = main()
+    reloads = [r["reload"] for r in figures["results"].values()]
+    sys.exit(0 if all(r["loss_ok"] and r["samples_ok"] for r in reloads) else 1)

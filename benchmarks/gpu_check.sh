@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The GPU check (benchmarks/gpu_check.py) at bart-base size with the GPU recipe: bf16,
+# DeepSpeed ZeRO-2 (infra/deepspeed/gpu_bf16_zero2.json). Run from the project root on a
+# CUDA machine with the venv set up (infra/setup.sh, then a CUDA torch: DEVELOPERS.md):
+#
+#     bash benchmarks/gpu_check.sh            # figures -> outputs/gpu_check/<card>.json + .log
+#
+# Extra arguments go to gpu_check.py (e.g. --peak-tflops 989 for a card not in its table).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-.venv/bin/python}
+if ! "$PYTHON" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)'; then
+  echo "gpu_check.sh: no CUDA device visible to $PYTHON (torch $("$PYTHON" -c 'import torch; print(torch.__version__)'))" >&2
+  exit 2
+fi
+card=$("$PYTHON" -c 'import torch; print(torch.cuda.get_device_name().replace(" ", "_"))')
+mkdir -p outputs/gpu_check
+export TOKENIZERS_PARALLELISM=false
+"$PYTHON" benchmarks/gpu_check.py --size base --steps 20 --warmup 5 --batch 16 \
+  --sample-batches 1 32 --sample-tokens 128 --out "outputs/gpu_check/$card.json" "$@" \
+  2>&1 | tee "outputs/gpu_check/$card.log"
