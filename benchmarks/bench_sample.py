@@ -13,7 +13,16 @@ length of wikiplots-mini's targets; random logits are not uniform, and the model
 open a unit about every 8 tokens, the `units/text` column): ERIC plans an entity and
 a state at each, so this is harder on ERIC than real text. Tokens/s = generated
 stage-one tokens / seconds.
-Goal: ERIC / BART >= 0.9 at both batch sizes.
+Goal (issue 17): ERIC / BART >= 0.95 at both batch sizes.
+
+Stage overhead (`--stage`, on by default): what `stages/sample.py` does around the
+model calls, for the eric variant: read the test inputs and the training names
+(Parquet), load both models from disk (saved here to a temporary folder; the mention
+model is a random BART at the same preset), `sample_stories` (tokenization, stage one,
+stage two, decoding, merge) and write the samples Parquet. Both models' `generate`
+methods are wrapped to time the raw calls; the rest is the stage's own overhead.
+Model loading is shown apart (a fixed cost, amortized over the whole split).
+Goal: stage / raw generate calls <= 1.10.
 
 Medians over --runs after one warm-up, the two models alternating so that host noise
 hits both alike. `--clock process` (CPU time) is steadier on a shared host; on 2 busy
@@ -25,15 +34,23 @@ from __future__ import annotations
 import argparse
 import math
 import statistics
+import tempfile
 import time
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import torch
 
 from eric.config import ModelParams, PROJECT_ROOT
 from eric.data.tokenizer import special_token_ids, train_bpe
-from eric.generate.sampler import SamplingOptions, sample_stage_one
+from eric.config import MentionsParams
+from eric.generate.inputs import read_inputs
+from eric.generate.loading import load_mentions, load_stage_one
+from eric.generate.merge import NamePool
+from eric.generate.sampler import SamplingOptions, sample_stage_one, sample_stories
+from eric.generate.schema import write_samples
 from eric.model.variants import build_model
+from eric.train.mentions import build_mentions_model
 
 DATA = PROJECT_ROOT / "data" / "processed" / "stage_one"
 UNIT_LENGTH = 17
@@ -64,6 +81,74 @@ def timed(clock, fn):
     return clock() - start, result
 
 
+class GenerateTimer:
+    """Stands in for a model's `generate` and adds up the clock time spent inside it."""
+
+    def __init__(self, model, clock):
+        self.inner, self.clock, self.seconds = model.generate, clock, 0.0
+        model.generate = self  # an instance attribute shadows the method
+
+    def __call__(self, *args, **kwargs):
+        start = self.clock()
+        try:
+            return self.inner(*args, **kwargs)
+        finally:
+            self.seconds += self.clock() - start
+
+
+def stage_inputs(folder: Path, inputs: list[str]) -> tuple[Path, Path | None]:
+    """(the inputs file, the training split for the names) as the stage reads them."""
+    if (DATA / "test.parquet").is_file() and (DATA / "train.parquet").is_file():
+        return DATA / "test.parquet", DATA / "train.parquet"
+    path = folder / "inputs.txt"
+    path.write_text("\n".join(inputs) + "\n", encoding="utf-8")
+    return path, None
+
+
+def stage_run(folder: Path, inputs_path: Path, train: Path | None, n: int, options, clock) -> dict[str, float]:
+    """One run of the sample stage's work; seconds per part."""
+    start = clock()
+    inputs = read_inputs(inputs_path, n)
+    names = []
+    if train is not None:
+        mentions = pq.read_table(train, columns=["mentions"]).column("mentions").to_pylist()
+        names = [m["mention"] for row in mentions for m in row or []]
+    loading = clock()
+    model, tokenizer = load_stage_one(folder / "stage_one")
+    mention_model, mention_tokenizer = load_mentions(folder / "mentions")
+    loaded = clock()
+    timers = [GenerateTimer(model, clock), GenerateTimer(mention_model, clock)]
+    rows = sample_stories(inputs, model, tokenizer, options, mention_model, mention_tokenizer,
+                          NamePool(names, seed=options.seed))
+    write_samples(rows, folder / "samples.parquet", {"options": options.as_dict()})
+    end = clock()
+    generate = sum(t.seconds for t in timers)
+    return {"stage": (loading - start) + (end - loaded), "load": loaded - loading, "generate": generate,
+            "stage_one": timers[0].seconds, "stage_two": timers[1].seconds}
+
+
+def stage_overhead(size: str, eric, tokenizer, inputs: list[str], runs: int, new_tokens: int, clock) -> None:
+    torch.manual_seed(0)
+    mentions = build_mentions_model(MentionsParams(size=size), tokenizer).eval()
+    options = SamplingOptions(batch_size=8, max_length=new_tokens, mention_max_length=new_tokens,
+                              progress=False, seed=1)
+    n = 16
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        for name, m in (("stage_one", eric), ("mentions", mentions)):
+            m.save_pretrained(folder / name)
+            tokenizer.save_pretrained(folder / name)
+        inputs_path, train = stage_inputs(folder, inputs)
+        results = [stage_run(folder, inputs_path, train, n, options, clock) for _ in range(runs + 1)][1:]
+    part = {k: statistics.median(r[k] for r in results) for k in results[0]}
+    print(f"sample stage, eric variant, {n} inputs, batch 8, {new_tokens} + {new_tokens} new tokens "
+          f"(median of {runs}): stage {part['stage']:.2f}s, of it raw generate {part['generate']:.2f}s "
+          f"(stage one {part['stage_one']:.2f}s, stage two {part['stage_two']:.2f}s); "
+          f"overhead (I/O, tokenization, decoding, merge) {part['stage'] - part['generate']:.2f}s, "
+          f"stage / generate {part['stage'] / part['generate']:.3f} (goal <= 1.10); "
+          f"loading both models {part['load']:.2f}s apart")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", default="tiny", choices=["tiny", "base"])
@@ -71,6 +156,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1)  # 2 busy cores: 1 thread is ~5x faster
     parser.add_argument("--clock", default="wall", choices=["wall", "process"])
+    parser.add_argument("--no-stage", dest="stage", action="store_false", help="skip the stage-overhead run")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     clock = time.perf_counter if args.clock == "wall" else time.process_time
@@ -95,6 +181,8 @@ def main() -> None:
                     units = statistics.mean(len(s.unit_entities) for s in samples)
         eric, bart = (statistics.median(speeds[v]) for v in ("eric", "bart"))
         print(f"{batch:>5} {n:>6} {eric:>11.0f} {bart:>11.0f} {units:>10.1f} {eric / bart:>6.2f}")
+    if args.stage:
+        stage_overhead(args.size, models["eric"], tokenizer, inputs, args.runs, args.new_tokens, clock)
 
 
 if __name__ == "__main__":
