@@ -110,8 +110,8 @@ def run_job(job: TrainingJob) -> dict:
             trainer.save_pretrained(job.model_dir, job.tokenizer)
         else:
             save_pretrained_atomic(job.model, job.model_dir, rank, job.tokenizer, state_dict)
-            result.history, result.val_history = merged_history(result, phases)
-        metrics = {**summarize(job, result, tracker.run_id), **phase_metrics(phases)}
+        metrics = {**summarize(job, result, tracker.run_id), **phase_metrics(phases)}  # the main phase's
+        result.history, result.val_history = merged_history(result, phases)  # curves: every phase
         if rank.is_main:
             write_outputs(job, result, metrics)
             report(tracker, job, metrics)

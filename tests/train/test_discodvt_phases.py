@@ -40,6 +40,7 @@ def test_prior_phase_trains_only_the_prior_and_resumes_after_a_stop(workspace, m
     metrics = train_stage_one.run.fn("discodvt", params_for(workspace, "whole"))
     assert metrics["steps"] == 4 and metrics["prior_steps"] == 4 and metrics["states_used"] >= 1
     assert metrics["prior_final_val_loss"] < metrics["prior_initial_val_loss"]
+    assert metrics["final_val_lm_loss"] is not None  # the main phase's, not the prior's last row
     curve = read_csv(workspace / "whole" / "plots_dir" / "discodvt.csv")
     assert [r["step"] for r in curve] == [str(s) for s in range(1, 9)]
     assert {"codebook_loss", "commitment_loss", "prior_loss"} <= set(curve[0]) | set(curve[-1])
