@@ -15,8 +15,10 @@ state at step t:
 computed in log space, log p = logaddexp(log g_t + log p_LM, log(1 - g_t) + log p_plan),
 with log g = logsigmoid(z) and log(1 - g) = logsigmoid(-z), so no probability is ever
 rounded to 0 before its log. `logits` of the output are these log-probabilities (a
-softmax of them is the mixture), so the LM loss, the samplers (top-p sees the mixture)
-and the coherence scores all read the mixture.
+softmax of them is the mixture), so the samplers (top-p sees the mixture) and the
+coherence scores read the mixture. The training loss takes the gold tokens' mixture
+directly (`mixture_nll`: BART's logsumexp plus a gather), and with labels the full
+`logits` are computed without gradient: a training step costs about BART's.
 
     loss = L_LM (NLL of the mixture) + plan_weight * L_plan
     L_plan = mean over targets of -1/|K| sum_{w in K} log p_plan(w)
@@ -115,6 +117,20 @@ def mixture_log_probs(lm_logits: torch.Tensor, plan_logits: torch.Tensor, gate_l
     lm = F.log_softmax(lm_logits.float(), dim=-1) + F.logsigmoid(gate)
     plan = F.log_softmax(plan_logits.float(), dim=-1) + F.logsigmoid(-gate)
     return torch.logaddexp(lm, plan)
+
+
+def mixture_nll(lm_logits: torch.Tensor, plan_logits: torch.Tensor, gate_logits: torch.Tensor,
+                labels: torch.Tensor) -> torch.Tensor:
+    """Mean NLL of the mixture over the labelled tokens, from the gold tokens' log-probabilities
+    only: lm_logits [B, T, V], plan_logits [B, V], gate_logits [B, T, 1], labels [B, T] (IGNORE =
+    padding). Equals cross-entropy on `mixture_log_probs`, at the cost of BART's own LM loss."""
+    gold = labels.clamp(min=0)
+    lm = lm_logits.float()
+    log_lm = lm.gather(-1, gold[..., None])[..., 0] - torch.logsumexp(lm, dim=-1)
+    log_plan = F.log_softmax(plan_logits.float(), dim=-1).gather(1, gold)
+    gate = gate_logits[..., 0].float()
+    log_p = torch.logaddexp(F.logsigmoid(gate) + log_lm, F.logsigmoid(-gate) + log_plan)
+    return -log_p[labels != IGNORE].mean()
 
 
 def keyword_loss(plan_logits: torch.Tensor, keyword_ids: torch.Tensor) -> torch.Tensor:
@@ -304,10 +320,12 @@ class PlanAheadForConditionalGeneration(EricForConditionalGeneration):
             return out
         hidden = out.decoder_last_hidden_state
         gate_logits = self.plan_gate(hidden)
-        out.logits = mixture_log_probs(out.logits, out.plan_logits[:, None], gate_logits)
         if labels is None:
+            out.logits = mixture_log_probs(out.logits, out.plan_logits[:, None], gate_logits)
             return out
-        out.lm_loss = out.loss = losses.language_model_loss(out.logits, labels)
+        out.lm_loss = out.loss = mixture_nll(out.logits, out.plan_logits, gate_logits, labels)
+        with torch.no_grad():  # the loss needs only the gold tokens' mixture: no backward over [B, T, V]
+            out.logits = mixture_log_probs(out.logits, out.plan_logits[:, None], gate_logits)
         if (labels != IGNORE).any():
             out.gate_mean = torch.sigmoid(gate_logits[..., 0].detach())[labels != IGNORE].mean()
         if keyword_ids is not None:

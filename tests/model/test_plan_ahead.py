@@ -14,6 +14,7 @@ from eric.data.tokenizer import special_token_ids, train_bpe
 from eric.generate.loading import load_stage_one
 from eric.model.plan_ahead import (
     IGNORE, KeywordTargets, PlanAheadConfig, PlanAheadForConditionalGeneration, keyword_loss, mixture_log_probs,
+    mixture_nll,
 )
 from eric.model.registry import architecture, architecture_of
 from eric.model.variants import build_model
@@ -51,6 +52,12 @@ def test_mixture_and_its_nll_match_a_hand_computation():
     far = mixture_log_probs(torch.tensor([[-300.0, 0.0]]), torch.tensor([[0.0, 0.0]]), torch.tensor([[200.0]]))
     assert far[0, 0].item() == pytest.approx(-200 - math.log(2), abs=1e-4)  # the plan's share survives
     assert torch.isfinite(far).all()
+    # the training loss's gold-token shortcut is the cross-entropy of the full mixture
+    g = torch.Generator().manual_seed(0)
+    lm, plan, gate = torch.randn(2, 3, 7, generator=g), torch.randn(2, 7, generator=g), torch.randn(2, 3, 1, generator=g)
+    labels = torch.tensor([[1, 6, IGNORE], [0, 3, 3]])
+    full = torch.nn.functional.cross_entropy(mixture_log_probs(lm, plan[:, None], gate).view(-1, 7), labels.view(-1))
+    torch.testing.assert_close(mixture_nll(lm, plan, gate, labels), full)
 
 
 def test_keyword_loss_is_the_mean_keyword_nll_per_target():
