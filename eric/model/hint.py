@@ -18,7 +18,7 @@ L_Sen (sentence-level similarity). For every ordered pair i != j of units of a t
     L_Sen = mean_{i != j} max(|s_ij - t_ij|, margin)
 with t_ij the cosine between SentenceBERT embeddings of units i and j; here the offline
 all-MiniLM-L6-v2 (eric/evaluate/mauve_score.py) stands in for SentenceBERT. The targets
-are computed once by the DVC stage `hint_targets` (eric/model/hint_targets.py) and joined
+are computed once by the DVC stage `hint_targets` (eric/data/hint_targets.py) and joined
 to the rows by id (`join_targets`). The margin (0.1) keeps the model from fitting the
 teacher's noise below it, as in HINT (the loss therefore never goes below the margin).
 Choices: the bilinear scorer with a bias and the 1/sqrt(d) scale (a sigmoid that does not
@@ -258,7 +258,7 @@ class HintForConditionalGeneration(EricForConditionalGeneration):
 
     @classmethod
     def join_targets(cls, rows: list[dict], targets_root: Path, variant: str, split: str) -> list[dict]:
-        from eric.model.hint_targets import join
+        from eric.data.hint_targets import join
 
         return join(rows, Path(targets_root) / "hint" / variant / f"{split}.parquet")
 

@@ -14,7 +14,7 @@ import yaml
 
 from eric.config import DEFAULT_PARAMS
 from eric.data.schema import STAGE_ONE
-from eric.model.hint_targets import MARKER, TargetsError, cosine_matrix, join, targets_table, teacher_text
+from eric.data.hint_targets import MARKER, TargetsError, cosine_matrix, join, targets_table, teacher_text
 from eric.train.errors import TrainError
 from tests.train.test_stages import story
 
@@ -92,6 +92,19 @@ def test_targets_stage_is_a_marker_only_no_op_without_a_hint_variant(workspace, 
     first = (out / MARKER).read_text()
     hint_targets.run.fn("bart", str(workspace / "params.yaml"))  # the same output again
     assert [p.name for p in out.iterdir()] == [MARKER] and (out / MARKER).read_text() == first
+
+
+def test_marker_is_written_without_prefect_only_when_no_server_is_set(workspace, monkeypatch):
+    import hint_targets
+
+    out = workspace / "data" / "targets" / "hint" / "eric"
+    params = str(workspace / "params.yaml")
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:1/api")
+    assert not hint_targets.marker_without_prefect(["eric", params]) and not out.exists()
+    monkeypatch.delenv("PREFECT_API_URL")
+    assert not hint_targets.marker_without_prefect(["hint", params])  # a hint variant: the flow
+    assert not hint_targets.marker_without_prefect(["no_such_variant", params])  # the flow says why
+    assert hint_targets.marker_without_prefect(["eric", params]) and [p.name for p in out.iterdir()] == [MARKER]
 
 
 def test_targets_stage_then_training_joins_them(workspace, monkeypatch):
