@@ -284,6 +284,7 @@ class TrainParams(Section):
     keep_checkpoints: int = Field(2, ge=1)
     checkpoint_dir: str = "models/checkpoints"  # resumable DeepSpeed state (outside DVC outs)
     out_dir: str = "models/stage_one"  # <out_dir>/<variant>: HF model + tokenizer
+    targets_dir: str = "data/targets"  # baselines' cached per-row targets, <dir>/<kind>/<variant> (HINT)
     metrics_dir: str = "metrics/train"  # <variant>.json, mentions.json
     plots_dir: str = "plots/train"  # <variant>.csv (train curve), <variant>_val.csv
     log_every: int = Field(10, ge=1)

@@ -4,7 +4,7 @@
 
 For a `kind: hint` variant: the cosine between all-MiniLM-L6-v2 embeddings of every pair
 of target units of every train/val stage-one row (HINT's SentenceBERT targets), written to
-<preprocess.out_dir>/targets/hint/<variant>/{train,val}.parquet keyed by row id
+<train.targets_dir>/hint/<variant>/{train,val}.parquet (outside preprocess's out-dir, which only preprocess writes) keyed by row id
 (eric/data/hint_targets.py); train_stage_one@<variant> joins them to its rows. For any
 other variant: a marker file only, unchanged when hint variants come and go (so adding a
 hint variant retrains nothing else).
@@ -33,7 +33,7 @@ TEACHER_BATCH = 64
 
 
 def out_dir(params: Params, variant: str) -> Path:
-    return resolve_path(params.preprocess.out_dir) / "targets" / "hint" / variant
+    return resolve_path(params.train.targets_dir) / "hint" / variant
 
 
 def marker_only(params: Params, variant: str) -> bool:

@@ -58,7 +58,7 @@ def prepare(params: Params, variant: str) -> TrainingJob:
         seed=params.seed,
     )
     columns = [*COLUMNS, *type(model).extra_columns]
-    targets = resolve_path(params.preprocess.out_dir) / "targets"  # baselines' cached targets (HINT)
+    targets = resolve_path(t.targets_dir)  # baselines' cached targets (HINT)
     try:
         train = type(model).join_targets(read_rows(data / "train.parquet", columns, t.max_train_examples),
                                          targets, variant, "train")

@@ -1,7 +1,7 @@
 """HINT's sentence-similarity targets, computed once per corpus (DVC stage `hint_targets`).
 
-    write_targets(Path("data/processed"), Path("data/processed/targets/hint/hint"), MiniLMFeaturizer())
-    rows = join(rows, Path("data/processed/targets/hint/hint/train.parquet"))
+    write_targets(Path("data/processed"), Path("data/targets/hint/hint"), MiniLMFeaturizer())
+    rows = join(rows, Path("data/targets/hint/hint/train.parquet"))
 
 For every stage-one row of train and val: t_ij = cosine of the teacher's embeddings of
 target units i and j (the `units` column), all N x N of them, row-major, float32, keyed by

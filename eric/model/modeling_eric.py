@@ -187,7 +187,7 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
     @classmethod
     def join_targets(cls, rows: list[dict], targets_root: Path, variant: str, split: str) -> list[dict]:
         """Training rows with a baseline's cached per-row targets joined (its own DVC stage writes
-        them under `<preprocess.out_dir>/targets`); ERIC joins nothing."""
+        them under `train.targets_dir`); ERIC joins nothing."""
         return rows
 
     def __init__(self, config: EricConfig):

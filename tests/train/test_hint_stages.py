@@ -72,6 +72,7 @@ def workspace(tmp_path_factory):
     params = yaml.safe_load(DEFAULT_PARAMS.read_text())
     params["preprocess"]["out_dir"] = str(root / "data")
     params["tokenizer"]["out_dir"] = str(root / "tok")
+    params["train"]["targets_dir"] = str(root / "data" / "targets")
     params["model"]["max_target_length"] = 96
     params["model"]["variants"]["hint"] = {"kind": "hint", "options": {"similarity_weight": 0.1}}
     params["train"].update(
