@@ -45,9 +45,9 @@ text (top-p 0.9 in the pipeline), with no minimum length, until EOS or ceil((max
 Choices where the paper leaves room or this project differs (documented in README):
 - the posterior shares BART's encoder with the input (no second encoder); kernel = stride = 2,
   so each code covers exactly its r tokens (r = 8 by default); codes live in d_model;
-- straight-through VQ with codebook + commitment losses (no EMA); z_e is layer-normed and the
-  codebook starts N(0, 1), so codes and latents have one scale (a random-init codebook at
-  BART's 0.02 collapses onto one code); the codebook gets no weight decay;
+- straight-through VQ with codebook + commitment losses (no EMA, no anti-collapse remedy); z_e
+  is layer-normed and the codebook starts N(0, 1), so codes and latents start at one scale; the
+  codebook gets no weight decay;
 - DiscoDVT segments EDUs with its own parser rules; here the units are the corpus's
   (`preprocess.unit`: sentences, or EDUs from eric/data/edu.py), and a relation is read off
   the unit's opening marker by `opening_marker` (text only: "As a child" counts as "as");
