@@ -74,13 +74,12 @@ from torch import nn
 from torch.nn import functional as F
 from transformers import AutoConfig
 from transformers import initialization as init
-from transformers.generation import LogitsProcessorList, TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
 
 from eric.data.discourse import MARKERS, RELATION_CLASS, opening_marker
 from eric.data.schema import SENT_TOKEN
 from eric.model.config import EricConfig
 from eric.model.decoder import EricCache, EricDecoder
-from eric.model.generation import EricGenerationOutput
+from eric.model.generation import EricGenerationOutput, sampling_warpers
 from eric.model.modeling_eric import NEW_MODULES, EricForConditionalGeneration, EricOutput
 
 IGNORE = -100
@@ -399,7 +398,7 @@ class DiscoDVTForConditionalGeneration(EricForConditionalGeneration):
         """Codes [B, M] from the prior (-1 after EOS), until EOS or `max_codes`; no minimum length."""
         prior, batch = self.code_prior, encoder_hidden.shape[0]
         device = encoder_hidden.device
-        warpers = _warpers(do_sample, temperature, top_k, top_p)
+        warpers = sampling_warpers(do_sample, temperature, top_k, top_p)
         inputs = torch.full((batch, 1), prior.bos, dtype=torch.long, device=device)
         cache = prior.empty_cache() if use_cache else None
         finished = torch.zeros(batch, dtype=torch.bool, device=device)
@@ -515,18 +514,6 @@ class DiscoDVTForConditionalGeneration(EricForConditionalGeneration):
                                    generator=generator, **kwargs)
         self.train(was_training)
         return DiscoDVTGenerationOutput(out.sequences, out.entity_ids, out.state_ids, codes=codes)
-
-
-def _warpers(do_sample: bool, temperature: float, top_k: int, top_p: float) -> LogitsProcessorList:
-    warpers = LogitsProcessorList()
-    if do_sample:
-        if temperature != 1.0:
-            warpers.append(TemperatureLogitsWarper(temperature))
-        if top_k:
-            warpers.append(TopKLogitsWarper(top_k))
-        if top_p < 1.0:
-            warpers.append(TopPLogitsWarper(top_p))
-    return warpers
 
 
 AutoConfig.register(DiscoDVTConfig.model_type, DiscoDVTConfig, exist_ok=True)

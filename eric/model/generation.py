@@ -223,14 +223,21 @@ class EricGenerationMixin:
         if min_new_tokens:
             # the decoder start token is not "new", as in transformers
             processors.append(MinNewTokensLengthLogitsProcessor(1, min_new_tokens, self.config.eos_token_id))
-        if do_sample:
-            if temperature != 1.0:
-                processors.append(TemperatureLogitsWarper(temperature))
-            if top_k:
-                processors.append(TopKLogitsWarper(top_k))
-            if top_p < 1.0:
-                processors.append(TopPLogitsWarper(top_p))
+        processors.extend(sampling_warpers(do_sample, temperature, top_k, top_p))
         return processors
+
+
+def sampling_warpers(do_sample: bool, temperature: float, top_k: int, top_p: float) -> LogitsProcessorList:
+    """Temperature, top-k and top-p, as transformers' sampling applies them (none when greedy)."""
+    warpers = LogitsProcessorList()
+    if do_sample:
+        if temperature != 1.0:
+            warpers.append(TemperatureLogitsWarper(temperature))
+        if top_k:
+            warpers.append(TopKLogitsWarper(top_k))
+        if top_p < 1.0:
+            warpers.append(TopPLogitsWarper(top_p))
+    return warpers
 
 
 def _stack_records(records, batch: int, device) -> tuple[torch.Tensor, torch.Tensor]:

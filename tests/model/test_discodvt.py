@@ -24,6 +24,7 @@ from eric.model.discodvt import (
 from eric.model.registry import architecture, architecture_of
 from eric.model.variants import build_config
 from eric.train.meters import loss_terms
+from tests.model.baselines import sample_with_and_without_cache
 from tests.model.conftest import BOS, ENTITIES, EOS, SENT, make_batch, tiny_config, tiny_model
 
 BART_SWITCHES = dict(use_state=False, use_entity=False, use_state_attention=False)
@@ -186,11 +187,7 @@ def test_sampling_codes_and_text_with_and_without_the_kv_cache_gives_the_same_to
     codes = [model.sample_codes(encoded, batch["attention_mask"], max_codes=10, top_p=0.9, use_cache=cache,
                                 generator=torch.Generator().manual_seed(5)) for cache in (True, False)]
     assert torch.equal(*codes) and codes[0].shape[1] > 1
-    kwargs = dict(max_new_tokens=24, do_sample=True, top_p=0.9)
-    cached = model.generate(batch["input_ids"], batch["attention_mask"], generator=torch.Generator().manual_seed(3),
-                            **kwargs)
-    full = model.generate(batch["input_ids"], batch["attention_mask"], use_cache=False,
-                          generator=torch.Generator().manual_seed(3), **kwargs)
+    cached, full = sample_with_and_without_cache(model, batch, max_new_tokens=24, do_sample=True, top_p=0.9)
     assert torch.equal(cached.codes, full.codes) and torch.equal(cached.sequences, full.sequences)
     assert cached.units(0) == [] and cached.codes.shape[1] <= math.ceil(25 / 4)
 

@@ -16,6 +16,7 @@ from eric.model.hint import (
 )
 from eric.model.registry import architecture, architecture_of
 from eric.model.variants import build_model
+from tests.model.baselines import sample_with_and_without_cache
 from tests.model.conftest import BOS, EOS, SENT, make_batch, tiny_config, tiny_model
 
 BART_SWITCHES = dict(use_state=False, use_entity=False, use_state_attention=False)
@@ -175,12 +176,8 @@ def test_save_load_round_trip_through_the_registry(tmp_path):
 
 
 def test_sampling_with_and_without_the_kv_cache_gives_the_same_tokens():
-    model, batch = tiny_hint().eval(), make_batch(rows=2)
-    kwargs = dict(max_new_tokens=20, do_sample=True, top_p=0.9)
-    cached = model.generate(batch["input_ids"], batch["attention_mask"],
-                            generator=torch.Generator().manual_seed(3), **kwargs)
-    full = model.generate(batch["input_ids"], batch["attention_mask"], use_cache=False,
-                          generator=torch.Generator().manual_seed(3), **kwargs)
+    cached, full = sample_with_and_without_cache(tiny_hint().eval(), make_batch(rows=2), max_new_tokens=20,
+                                                 do_sample=True, top_p=0.9)
     assert torch.equal(cached.sequences, full.sequences)
 
 

@@ -18,6 +18,7 @@ from eric.model.plan_ahead import (
 )
 from eric.model.registry import architecture, architecture_of
 from eric.model.variants import build_model
+from tests.model.baselines import sample_with_and_without_cache
 from tests.model.conftest import EOS, SENT, make_batch, tiny_config, tiny_model
 
 BART_SWITCHES = dict(use_state=False, use_entity=False, use_state_attention=False)
@@ -154,8 +155,7 @@ def _gated_model(gate_bias: float) -> PlanAheadForConditionalGeneration:
 def test_sampling_with_and_without_the_kv_cache_gives_the_same_tokens():
     model, batch = _gated_model(0.0), make_batch(rows=2)
     for kwargs in (dict(do_sample=True, top_p=0.9), dict(do_sample=False)):
-        runs = [model.generate(batch["input_ids"], batch["attention_mask"], max_new_tokens=20, use_cache=cache,
-                               generator=torch.Generator().manual_seed(3), **kwargs) for cache in (True, False)]
+        runs = sample_with_and_without_cache(model, batch, max_new_tokens=20, **kwargs)
         assert torch.equal(runs[0].sequences, runs[1].sequences)
 
 
