@@ -208,9 +208,8 @@ class EricGenerationMixin:
             has_entity = classes > 0
             # nearest + lookup: the quantizer's ids and state values without its training-only
             # dense-gradient and straight-through arithmetic (values equal to float rounding)
-            nearest = self.state_space.nearest(predicted)
+            nearest, states = self.state_space.nearest_states(predicted)
             state_ids = torch.where(has_entity, nearest, -1)
-            states = self.state_space.lookup(nearest)
             state_embed = self.state_input(states.to(self.state_input.weight.dtype))
             unit_embed = unit_embed + state_embed * has_entity[:, None].to(state_embed.dtype)
         records.append((reads_sent, classes, state_ids))
@@ -264,7 +263,8 @@ class _StepState:
         self.use_cache = use_cache
         self.predictor = getattr(model, "state_predictor", None)
         self.cache = EricCache.empty(model.config) if use_cache else None
-        self.memory = PlannerMemory(batch, model.config.d_model, device, self.predictor) if use_cache else None
+        plans = use_cache and model.config.use_entity  # a model that plans no entity needs no planner memory
+        self.memory = PlannerMemory(batch, model.config.d_model, device, self.predictor) if plans else None
         self.unit_embeds: torch.Tensor | None = None  # no-cache path: every position's entity input
         self.hidden: torch.Tensor | None = None  # no-cache path: last full pass
 
@@ -272,7 +272,8 @@ class _StepState:
         model = self.model
         if self.use_cache:
             hidden = model.decode(tokens[:, -1:], unit_embed, encoder_hidden, encoder_mask, self.cache)
-            self.memory.update(hidden, reads_sent, any_sent)
+            if self.memory is not None:
+                self.memory.update(hidden, reads_sent, any_sent)
             return hidden
         if unit_embed is None:
             unit_embed = encoder_hidden.new_zeros(tokens.shape[0], 1, model.config.d_model)

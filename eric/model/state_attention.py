@@ -9,7 +9,8 @@ D = 128), so at bart-base size the whole model gains only about 3% parameters.
 
 Keys are gathered at sentence-token positions only (a handful per text), so the
 layer costs two D-wide projections per token. With a cache (generation), each
-decoding step appends its keys only when some row reads a sentence token.
+decoding step adds keys only when some row reads a sentence token, each row's to its
+own next slot (row-compact, like the gathered keys of a whole sequence).
 """
 
 from __future__ import annotations
@@ -71,25 +72,74 @@ class GrowingBuffer:
 
 
 class StateAttentionCache:
-    """Per-layer state-attention keys/values of the positions decoded so far (generation)."""
+    """Per-layer state-attention keys/values of the positions decoded so far (generation).
+
+    Row-compact: row b's keys fill slots 0 .. counts[b] - 1 in the order of its sentence
+    tokens, so a step attends over max(counts) slots (the units of the longest row), not
+    over every step at which some row of the batch read a sentence token. Rows without a
+    new key write into their first free slot, which stays masked until a key overwrites it.
+    """
 
     def __init__(self, num_layers: int):
-        self.keys = [GrowingBuffer() for _ in range(num_layers)]
-        self.values = [GrowingBuffer() for _ in range(num_layers)]
-        self.positions = GrowingBuffer()
-        self.valid = GrowingBuffer()
-        self.step_visibility: tuple | None = None  # (slots, bias, has_key) of a one-token step
+        self.keys: list[torch.Tensor | None] = [None] * num_layers  # [B, capacity, D]
+        self.values: list[torch.Tensor | None] = [None] * num_layers
+        self.positions: torch.Tensor | None = None  # [B, capacity] absolute positions
+        self.counts: torch.Tensor | None = None  # [B] keys per row
+        self.slots = 0  # max(counts)
+        self.uniform = True  # every row holds `slots` keys (no mask needed)
+        self.dest: torch.Tensor | None = None  # [B, S] slots of the current chunk's new keys
+        self.step_visibility: tuple | None = None  # (bias, has_key) of a one-token step, until keys are added
 
     def add_slots(self, new: StateKeys | None) -> None:
-        if new is not None:
-            self.positions.append(new.positions)
-            self.valid.append(new.valid)
+        if new is None:
+            return
+        batch, width = new.positions.shape
+        if self.counts is None:
+            self.counts = torch.zeros(batch, dtype=torch.long, device=new.positions.device)
+        self.dest = self.counts[:, None] + torch.arange(width, device=self.counts.device)
+        needed = self.slots + width  # the furthest slot written below, plus one
+        if self.positions is None or self.positions.shape[1] < needed:
+            self.positions = self._fit(self.positions, max(16, 2 * needed), new.positions)
+        self.positions.scatter_(1, self.dest, new.positions)
+        self.counts += new.valid.sum(1)
+        low, high = self.counts.aminmax()
+        self.slots, self.uniform = int(high), bool(low == high)
+        self.step_visibility = None
 
     def update(self, layer_idx: int, keys: torch.Tensor | None, values: torch.Tensor | None):
         if keys is not None:
-            self.keys[layer_idx].append(keys)
-            self.values[layer_idx].append(values)
-        return self.keys[layer_idx].view(), self.values[layer_idx].view()
+            index = self.dest[..., None].expand(-1, -1, keys.shape[-1])
+            capacity = self.positions.shape[1]
+            self.keys[layer_idx] = self._fit(self.keys[layer_idx], capacity, keys)
+            self.values[layer_idx] = self._fit(self.values[layer_idx], capacity, values)
+            self.keys[layer_idx].scatter_(1, index, keys)
+            self.values[layer_idx].scatter_(1, index, values)
+        return self.keys[layer_idx][:, : self.slots], self.values[layer_idx][:, : self.slots]
+
+    def step_inputs(self, dtype: torch.dtype) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        """(bias, has_key) of a one-token step: every row sees all of its keys; no mask when
+        all rows hold as many (bias None), none needed before a row's first key (has_key)."""
+        if self.step_visibility is None:
+            slots = torch.arange(self.slots, device=self.counts.device)
+            visible = slots[None, :] < self.counts[:, None]
+            self.step_visibility = (None if self.uniform else _bias(visible[:, None], dtype),
+                                    None if bool(self.counts.all()) else (self.counts > 0)[:, None, None])
+        return self.step_visibility
+
+    def chunk_inputs(self, past_length: int, length: int, dtype: torch.dtype):
+        """(bias, has_key) of a chunk of `length` queries starting at `past_length`."""
+        valid = torch.arange(self.slots, device=self.counts.device)[None, :] < self.counts[:, None]
+        return _visibility(self.positions[:, : self.slots], valid, past_length, length, dtype)
+
+    @staticmethod
+    def _fit(buffer: torch.Tensor | None, capacity: int, like: torch.Tensor) -> torch.Tensor:
+        """`buffer` (shaped like `like` but for dim 1) with at least `capacity` slots; contents kept."""
+        if buffer is not None and buffer.shape[1] >= capacity:
+            return buffer
+        grown = like.new_zeros(like.shape[0], capacity, *like.shape[2:])
+        if buffer is not None:
+            grown[:, : buffer.shape[1]] = buffer
+        return grown
 
 
 @dataclass
@@ -97,9 +147,10 @@ class StateAttentionInputs:
     """What every layer's state attention shares in one forward: new key slots and visibility."""
 
     new_keys: StateKeys | None
-    bias: torch.Tensor | None  # [B, 1, T, S] additive mask (None: no key anywhere yet)
+    bias: torch.Tensor | None  # [B, 1, T, S] additive mask (None: every query sees every key)
     has_key: torch.Tensor | None  # [B, T, 1]: the query sees at least one key (None: all do)
     cache: StateAttentionCache | None = None
+    active: bool = False  # some key exists (else the layer outputs zeros)
 
     @classmethod
     def build(
@@ -110,28 +161,29 @@ class StateAttentionInputs:
         if cache is None:
             if new_keys is None:
                 return cls(None, None, None)
-            return cls(new_keys, *_visibility(new_keys.positions, new_keys.valid, past_length, is_sent.shape[1], dtype))
+            bias, has_key = _visibility(new_keys.positions, new_keys.valid, past_length, is_sent.shape[1], dtype)
+            return cls(new_keys, bias, has_key, None, True)
         cache.add_slots(new_keys)
-        if cache.positions.view() is None:
+        if cache.counts is None:
             return cls(new_keys, None, None, cache)
         if is_sent.shape[1] > 1:
-            bias, has_key = _visibility(cache.positions.view(), cache.valid.view(), past_length, is_sent.shape[1], dtype)
-            return cls(new_keys, bias, has_key, cache)
-        # a decoding step sees every slot so far: the mask changes only when slots are added
-        slots = cache.positions.length
-        if cache.step_visibility is None or cache.step_visibility[0] != slots:
-            cache.step_visibility = (slots, *_visibility(cache.positions.view(), cache.valid.view(), past_length, 1, dtype))
-        return cls(new_keys, *cache.step_visibility[1:], cache)
+            return cls(new_keys, *cache.chunk_inputs(past_length, is_sent.shape[1], dtype), cache, True)
+        # a decoding step sees every key of its row: the mask changes only when keys are added
+        return cls(new_keys, *cache.step_inputs(dtype), cache, True)
 
 
 def _visibility(positions, valid, past_length: int, length: int, dtype: torch.dtype):
     """Key slot s is visible from query t if it is a real key at or before t: (bias, has_key)."""
     query_positions = torch.arange(past_length, past_length + length, device=positions.device)
     visible = valid[:, None, :] & (positions[:, None, :] <= query_positions[None, :, None])
-    bias = torch.zeros(visible.shape, dtype=dtype, device=visible.device)
-    bias = bias.masked_fill_(~visible, torch.finfo(dtype).min)[:, None]
     has_key = visible.any(-1, keepdim=True)
-    return bias, None if bool(has_key.all()) else has_key
+    return _bias(visible, dtype), None if bool(has_key.all()) else has_key
+
+
+def _bias(visible: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """visible [B, T, S] -> the additive mask [B, 1, T, S]."""
+    bias = torch.zeros(visible.shape, dtype=dtype, device=visible.device)
+    return bias.masked_fill_(~visible, torch.finfo(dtype).min)[:, None]
 
 
 class StateAttention(nn.Module):
@@ -148,7 +200,7 @@ class StateAttention(nn.Module):
         self.out_proj = nn.Linear(state_dim, d_model)
 
     def forward(self, hidden: torch.Tensor, inputs: StateAttentionInputs, layer_idx: int = 0) -> torch.Tensor:
-        if inputs.bias is None:
+        if not inputs.active:
             return torch.zeros_like(hidden)
         keys = values = None
         if inputs.new_keys is not None:
@@ -162,7 +214,7 @@ class StateAttention(nn.Module):
             query,
             self._heads(keys.to(query.dtype)),
             self._heads(values.to(query.dtype)),
-            attn_mask=inputs.bias.to(query.dtype),
+            attn_mask=None if inputs.bias is None else inputs.bias.to(query.dtype),
             dropout_p=self.dropout if self.training else 0.0,
         )
         out = self.out_proj(out.transpose(1, 2).reshape(*hidden.shape[:-1], -1))

@@ -89,7 +89,8 @@ class StateSpace(nn.Module):
     ) -> Quantized:
         """Quantize e [..., D], or look up `indices`. In training, the vectors in `counted`
         (a mask, or all/none) are added to the usage counts (and, with EMA, update the codes).
-        `indices_only`: the nearest states' ids, nothing else (states are None).
+        `indices_only`: the nearest states' ids and vectors (`states`), without the training
+        arithmetic (straight_through is None).
 
         Every codebook access goes through here, so that sharded parameters (ZeRO-3)
         are gathered by the module's forward hooks."""
@@ -100,7 +101,7 @@ class StateSpace(nn.Module):
         if indices_only:
             with torch.no_grad():
                 nearest = (e.detach().float() @ vectors.detach().float().t()).argmax(dim=-1)
-            return Quantized(None, None, nearest)
+                return Quantized(vectors.detach()[nearest], None, nearest)
         cosines = e.float() @ vectors.float().t()
         indices = cosines.detach().argmax(dim=-1)
         if self.gradient == "dense":
@@ -171,6 +172,11 @@ class StateSpace(nn.Module):
     def nearest(self, e: torch.Tensor) -> torch.Tensor:
         """Index of the state with the highest cosine to each (normalized) vector; not counted."""
         return self(e, counted=False, indices_only=True).indices
+
+    def nearest_states(self, e: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(ids, vectors) of the nearest states in one codebook access: lookup(nearest(e)) (generation)."""
+        q = self(e, counted=False, indices_only=True)
+        return q.indices, q.states
 
     def lookup(self, indices: torch.Tensor) -> torch.Tensor:
         """The (normalized) state vectors of `indices`."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from eric.model.state_attention import StateAttention, StateAttentionInputs, StateKeys
+from eric.model.state_attention import StateAttention, StateAttentionCache, StateAttentionInputs, StateKeys
 from eric.model.units import UnitLayout
 from tests.model.conftest import PAD, SENT, tiny_model
 
@@ -77,3 +77,54 @@ def test_without_state_input_the_state_attention_still_makes_sentence_tokens_mat
     at = int((decoder_ids[0] == SENT).nonzero()[2])
     assert torch.equal(new[0, :at], logits[0, :at])
     assert not torch.allclose(new[0, at:], logits[0, at:])
+
+
+def _decoder_ids(rows: int = 3, length: int = 24, seed: int = 0) -> torch.Tensor:
+    """`</s> <s> <sent> ...` with <sent> at different steps in each row (one row gets none later)."""
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(20, 64, (rows, length), generator=g)
+    ids[:, :3] = torch.tensor([2, 0, SENT])
+    ids[0, [6, 9, 10, 17]] = SENT  # two rows read <sent> at the same step (9), others alone
+    ids[1, [9, 20]] = SENT
+    return ids
+
+
+def _cached_steps(model, ids, encoder_hidden, first: int = 1):
+    """Decode `ids` with the cache: the first `first` tokens as one chunk, then one token a step."""
+    from eric.model.decoder import EricCache
+
+    cache = EricCache.empty(model.config)
+    chunks = [model.decode(ids[:, :first], None, encoder_hidden, None, cache)]
+    chunks += [model.decode(ids[:, t : t + 1], None, encoder_hidden, None, cache) for t in range(first, ids.shape[1])]
+    return torch.cat(chunks, 1), cache.state
+
+
+def test_row_compact_cache_decodes_like_the_full_sequence_and_keeps_only_each_rows_keys():
+    model = tiny_model().eval()
+    ids = _decoder_ids()
+    with torch.no_grad():
+        encoder_hidden = model.encode(torch.randint(20, 64, (3, 7)))
+        full = model.decode(ids, None, encoder_hidden)
+        for first in (1, 8):  # one token a step from the start, or after a chunk with <sent> in it
+            stepped, state = _cached_steps(model, ids, encoder_hidden, first)
+            torch.testing.assert_close(stepped, full, rtol=0, atol=1e-5)
+            units = (ids == SENT).sum(1)
+            assert state.counts.tolist() == units.tolist()
+            # slots = the longest row's units (5), not the 7 steps at which some row read <sent>
+            assert state.slots == int(units.max()) == 5
+            assert state.keys[0].shape[0] == 3 and bool(state.positions[0, :5].eq(torch.tensor([2, 6, 9, 10, 17])).all())
+
+
+def test_uniform_rows_need_no_mask_and_give_the_same_output_as_a_zero_mask():
+    torch.manual_seed(0)
+    layer = StateAttention(d_model=16, state_dim=8, num_heads=2).eval()
+    cache = StateAttentionCache(1)
+    with torch.no_grad():
+        for step in range(4):  # both rows read <sent> at steps 0 and 2: uniform, no bias
+            is_sent = torch.full((2, 1), step % 2 == 0)
+            inputs = StateAttentionInputs.build(is_sent, step, torch.float32, cache)
+            hidden = torch.randn(2, 1, 16)
+            out = layer(hidden, inputs)
+        assert inputs.bias is None and inputs.has_key is None and cache.slots == 2
+        masked = StateAttentionInputs(None, torch.zeros(2, 1, 1, 2), None, cache, True)
+        assert torch.equal(layer(hidden, masked), out)
