@@ -209,19 +209,32 @@ class StateAttention(nn.Module):
             keys, values = self.k_proj(source), self.v_proj(source)
         if inputs.cache is not None:
             keys, values = inputs.cache.update(layer_idx, keys, values)
-        query = self._heads(self.q_proj(hidden))
+        query, bias = self.q_proj(hidden), inputs.bias
+        if keys.dtype != query.dtype:  # bf16 autocast: the cache keeps what the projections gave
+            keys, values = keys.to(query.dtype), values.to(query.dtype)
+        if bias is not None and bias.dtype != query.dtype:
+            bias = bias.to(query.dtype)
         out = F.scaled_dot_product_attention(
-            query,
-            self._heads(keys.to(query.dtype)),
-            self._heads(values.to(query.dtype)),
-            attn_mask=None if inputs.bias is None else inputs.bias.to(query.dtype),
+            self._heads(query),
+            self._heads(keys),
+            self._heads(values),
+            attn_mask=bias,
             dropout_p=self.dropout if self.training else 0.0,
         )
-        out = self.out_proj(out.transpose(1, 2).reshape(*hidden.shape[:-1], -1))
+        out = self.out_proj(self._merge(out))
         if inputs.has_key is None:
             return out
         # a query with no visible key (the prefix) gets zero, not a uniform average
         return torch.where(inputs.has_key, out, torch.zeros_like(out))
 
     def _heads(self, x: torch.Tensor) -> torch.Tensor:
+        """[B, T, H * Dh] -> [B, H, T, Dh]; one head (the paper's setting): a view, no transpose."""
+        if self.num_heads == 1:
+            return x.unsqueeze(1)
         return x.view(*x.shape[:-1], self.num_heads, self.head_dim).transpose(1, 2)
+
+    def _merge(self, x: torch.Tensor) -> torch.Tensor:
+        """[B, H, T, Dh] -> [B, T, H * Dh]."""
+        if self.num_heads == 1:
+            return x.squeeze(1)
+        return x.transpose(1, 2).reshape(x.shape[0], x.shape[2], -1)
