@@ -177,6 +177,8 @@ DEFAULT_VARIANTS = {
     "seq2seq": _off(pretrained=False),
     "simctg": VariantParams(kind="simctg"),
     "plan_ahead": VariantParams(kind="plan_ahead"),
+    "hint": VariantParams(kind="hint"),
+    "discodvt": VariantParams(kind="discodvt"),
 }
 
 

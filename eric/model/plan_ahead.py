@@ -48,7 +48,7 @@ Choices the paper leaves open or that differ from it here:
 - keywords are extracted by TF-IDF (the paper compares several extractors);
 - the forward without `keyword_ids` (e.g. evaluation's likelihood scores) gives the LM loss
   of the mixture only; sampling is top-p 0.9 like every system.
-Parameter overhead at bart-base: `parameter_overhead()` (printed by benchmarks/bench_model.py).
+Parameter overhead at bart-base: `eric.model.variants.parameter_counts` (printed by benchmarks/bench_model.py).
 """
 
 from __future__ import annotations
@@ -332,26 +332,6 @@ class PlanAheadForConditionalGeneration(EricForConditionalGeneration):
             out.plan_loss = keyword_loss(out.plan_logits, keyword_ids)
             out.loss = out.loss + config.plan_weight * out.plan_loss
         return out
-
-
-def parameter_overhead(tie_plan_head: bool = False, vocab_size: int = 50265 + 101) -> tuple[int, int]:
-    """(PlanAhead, BART) parameter counts at bart-base size (vocabulary + <sent> + 100
-    placeholders), built on the meta device: nothing is allocated."""
-    from eric.config import ModelParams
-    from eric.data.tokenizer import SpecialTokenIds
-    from eric.model.variants import build_config
-
-    params = ModelParams(size="base", variants={
-        "bart": {"state_attention": False, "state": False, "entity": False},
-        "plan_ahead": {"kind": "plan_ahead", "options": {"tie_plan_head": tie_plan_head}},
-    })
-    ids = SpecialTokenIds(bos=0, eos=2, pad=1, sent=50265, entities=list(range(50266, 50366)))
-    counts = []
-    for variant, cls in (("plan_ahead", PlanAheadForConditionalGeneration), ("bart", EricForConditionalGeneration)):
-        with torch.device("meta"):
-            model = cls(build_config(params, variant, vocab_size, ids))
-        counts.append(sum(p.numel() for p in model.parameters()))
-    return counts[0], counts[1]
 
 
 AutoConfig.register(PlanAheadConfig.model_type, PlanAheadConfig, exist_ok=True)

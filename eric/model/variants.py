@@ -125,3 +125,18 @@ def bart_dimensions(bart_dir: Path) -> dict:
     keys = [*SIZE_PRESETS["base"], "max_position_embeddings", "activation_function", "scale_embedding",
             "attention_dropout", "activation_dropout", "init_std"]
     return {k: getattr(bart, k) for k in keys}
+
+
+def parameter_counts(variants: dict[str, dict], size: str = "base", vocab_size: int = 50265 + 101) -> dict[str, int]:
+    """Parameters of each variant spec (a `model.variants` entry) at a preset size, with bart-base's
+    vocabulary + `<sent>` + 100 placeholders by default. Built on the meta device: nothing is allocated."""
+    import torch
+
+    params = ModelParams(size=size, variants=variants)
+    ids = SpecialTokenIds(bos=0, eos=2, pad=1, sent=vocab_size - 101, entities=list(range(vocab_size - 100, vocab_size)))
+    counts = {}
+    for name in variants:
+        with torch.device("meta"):
+            model = variant_class(params, name)(build_config(params, name, vocab_size, ids))
+        counts[name] = sum(p.numel() for p in model.parameters())
+    return counts

@@ -108,3 +108,16 @@ def test_bart_base_size_overhead_is_about_three_percent():
     inference = sum(p.numel() for n, p in eric.named_parameters() if not n.startswith("sentence_encoder."))
     ratio = inference / sum(p.numel() for p in bart.parameters())
     assert 1.01 < ratio <= 1.05
+
+
+def test_parameter_counts_of_the_baselines_at_a_preset_size():
+    from eric.model.variants import parameter_counts
+
+    counts = parameter_counts({"bart": {"state_attention": False, "state": False, "entity": False},
+                               "simctg": {"kind": "simctg"}, "hint": {"kind": "hint"},
+                               "tied": {"kind": "plan_ahead", "options": {"tie_plan_head": True}},
+                               "own": {"kind": "plan_ahead"}}, size="tiny", vocab_size=1000)
+    assert counts["simctg"] == counts["bart"]  # SimCTG adds a loss, no parameter
+    assert counts["hint"] == counts["bart"] + 2 * (256 * 256 + 1)  # two bilinear heads at d_model 256
+    assert counts["bart"] < counts["tied"] < counts["own"]
+    assert counts["own"] - counts["tied"] >= 256 * 1000  # its own d x V plan projection
