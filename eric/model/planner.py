@@ -68,9 +68,17 @@ class StatePredictor(nn.Module):
         if visible is not None:
             bias = torch.zeros(visible.shape, dtype=q.dtype, device=q.device)
             bias = bias.masked_fill(~visible, torch.finfo(q.dtype).min)[:, None]
-        out = F.scaled_dot_product_attention(q, self._heads(keys.to(q.dtype)), self._heads(values.to(q.dtype)), bias)
-        out = out.transpose(1, 2).reshape(*query.shape[:-1], -1)
+        if keys.dtype != q.dtype:
+            keys, values = keys.to(q.dtype), values.to(q.dtype)
+        out = F.scaled_dot_product_attention(q, self._heads(keys), self._heads(values), bias)
+        if self.num_heads == 1:
+            out = out.squeeze(1)
+        else:
+            out = out.transpose(1, 2).reshape(*query.shape[:-1], -1)
         return F.normalize(self.out_proj(out), dim=-1)
 
     def _heads(self, x: torch.Tensor) -> torch.Tensor:
+        """[B, T, H * Dh] -> [B, H, T, Dh]; one head (the paper's setting): a view, no transpose."""
+        if self.num_heads == 1:
+            return x.unsqueeze(1)
         return x.view(*x.shape[:-1], self.num_heads, self.head_dim).transpose(1, 2)
