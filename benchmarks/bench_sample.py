@@ -1,6 +1,6 @@
 """Sampling speed of the sample stage: ERIC vs the BART variant of the same size.
 
-    python benchmarks/bench_sample.py [--size tiny] [--new-tokens 128] [--runs 3] [--threads 1]
+    python benchmarks/bench_sample.py [--size tiny] [--new-tokens 128] [--runs 3] [--threads 1] [--unit-rate real]
 
 Both models are what `train_stage_one` builds for the variants `eric` and `bart`
 (EricForConditionalGeneration, the `tiny` preset: d_model 256, 3+3 layers, K=512),
@@ -8,11 +8,16 @@ random weights, with the BPE tokenizer trained on the processed training split
 (data/processed/stage_one/train.parquet; synthetic text if it is missing). Timed:
 `eric.generate.sampler.sample_stage_one` (top-p 0.9, KV cache, tokenization and
 decoding included) on test inputs, at batch 8 (16 inputs) and batch 1 (4 inputs).
-Both models get the same logit bias on <sent> (P = 1/17 under uniform logits, the unit
-length of wikiplots-mini's targets; random logits are not uniform, and the models
-open a unit about every 8 tokens, the `units/text` column): ERIC plans an entity and
-a state at each, so this is harder on ERIC than real text. Tokens/s = generated
-stage-one tokens / seconds.
+The unit rate (`--unit-rate`): `real` (default) calibrates each model's logit bias on
+<sent> so that it opens a unit every 17 tokens, the unit length of wikiplots-mini's
+targets (and bench_model.py's synthetic training batches): a few sampling runs on the
+batch-8 inputs with other seeds, each moving the bias by log(measured / wanted tokens
+per unit), damped. `legacy`
+is the earlier fixed bias for both models, log(V / 16) (P = 1/17 under uniform
+logits; random logits are not uniform, so ERIC opens a unit about every 8 tokens,
+twice the real rate, and plans twice as often). ERIC plans an entity and a state at
+each unit, so more units are harder on ERIC. Tokens/s = generated stage-one tokens /
+seconds; `tok/unit` = ERIC's generated tokens per unit in the timed runs.
 Goal (issue 17): ERIC / BART >= 0.95 at both batch sizes.
 
 Stage overhead (`--stage`, on by default): what `stages/sample.py` does around the
@@ -73,6 +78,28 @@ def model(size: str, variant: str, tokenizer, sent_bias: float):
     with torch.no_grad():
         built.final_logits_bias[0, special_token_ids(tokenizer, 100).sent] += sent_bias
     return built
+
+
+def calibrate(model, tokenizer, inputs: list[str], unit_length: int, new_tokens: int, rounds: int = 6) -> float:
+    """Move the <sent> bias until the model opens a unit about every `unit_length` tokens.
+
+    Rates are small, so P(<sent>) ~ exp(bias) x const: each round (fresh seed) adds
+    log(measured / wanted tokens per unit), damped, as sampling noise is ~10% a round.
+    Returns the tokens per unit of a last run with the final bias."""
+    sent = special_token_ids(tokenizer, 100).sent
+    enc = tokenizer(inputs, return_tensors="pt", padding=True, truncation=True, max_length=128)
+
+    def tokens_per_unit(seed: int) -> float:
+        out = model.generate(enc["input_ids"], enc["attention_mask"], max_new_tokens=new_tokens,
+                             min_new_tokens=new_tokens, top_p=0.9, generator=torch.Generator().manual_seed(seed))
+        generated = out.sequences[:, 3:]  # after </s> <s> <sent>
+        return generated.numel() / max(int((generated == sent).sum()), 0.25)  # no unit: push hard
+
+    for seed in range(rounds):
+        step = math.log(tokens_per_unit(100 + seed) / unit_length)
+        with torch.no_grad():
+            model.final_logits_bias[0, sent] += step if seed < 2 else 0.5 * step
+    return tokens_per_unit(100 + rounds)
 
 
 def timed(clock, fn):
@@ -157,6 +184,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)  # 2 busy cores: 1 thread is ~5x faster
     parser.add_argument("--clock", default="wall", choices=["wall", "process"])
     parser.add_argument("--no-stage", dest="stage", action="store_false", help="skip the stage-overhead run")
+    parser.add_argument("--unit-rate", default="real", choices=["real", "legacy"],
+                        help="real: a unit every 17 tokens (calibrated); legacy: the earlier fixed bias (~every 8)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     clock = time.perf_counter if args.clock == "wall" else time.process_time
@@ -165,13 +194,18 @@ def main() -> None:
     tokenizer = train_bpe(corpus, vocab_size=8000, max_entities=100)
     sent_bias = math.log(len(tokenizer) / (UNIT_LENGTH - 1))  # P(<sent>) ~ 1/17 under uniform logits
     models = {v: model(args.size, v, tokenizer, sent_bias) for v in ("eric", "bart")}
+    if args.unit_rate == "real":  # calibration seeds differ from the timed ones
+        reached = {v: calibrate(m, tokenizer, inputs[:16], UNIT_LENGTH, args.new_tokens) for v, m in models.items()}
+        print("calibrated <sent> bias (timed inputs, other seeds): tokens per unit "
+              + ", ".join(f"{v} {length:.1f}" for v, length in reached.items()))
     print(f"{args.size} preset, vocab {len(tokenizer)}, {args.new_tokens} new tokens, top-p 0.9, "
-          f"{args.threads} threads, {args.clock} clock, median of {args.runs}")
-    print(f"{'batch':>5} {'inputs':>6} {'ERIC tok/s':>11} {'BART tok/s':>11} {'units/text':>10} {'ratio':>6}")
+          f"{args.threads} threads, {args.clock} clock, median of {args.runs}, unit rate {args.unit_rate}")
+    print(f"{'batch':>5} {'inputs':>6} {'ERIC tok/s':>11} {'BART tok/s':>11} {'units/text':>10} {'tok/unit':>8} "
+          f"{'ratio':>6}")
     for batch, n in ((8, 16), (1, 4)):
         options = SamplingOptions(batch_size=batch, max_length=args.new_tokens, progress=False, seed=1)
         speeds: dict[str, list[float]] = {v: [] for v in models}
-        units = 0.0
+        units, tokens = 0.0, 0.0
         for run in range(args.runs + 1):  # run 0 warms up
             for variant, m in models.items():
                 seconds, samples = timed(clock, lambda: sample_stage_one(m, tokenizer, inputs[:n], options))
@@ -179,8 +213,10 @@ def main() -> None:
                     speeds[variant].append(sum(s.tokens for s in samples) / seconds)
                 if variant == "eric":
                     units = statistics.mean(len(s.unit_entities) for s in samples)
+                    tokens = statistics.mean(s.tokens for s in samples)
         eric, bart = (statistics.median(speeds[v]) for v in ("eric", "bart"))
-        print(f"{batch:>5} {n:>6} {eric:>11.0f} {bart:>11.0f} {units:>10.1f} {eric / bart:>6.2f}")
+        print(f"{batch:>5} {n:>6} {eric:>11.0f} {bart:>11.0f} {units:>10.1f} {tokens / max(units, 1):>8.1f} "
+              f"{eric / bart:>6.3f}")
     if args.stage:
         stage_overhead(args.size, models["eric"], tokenizer, inputs, args.runs, args.new_tokens, clock)
 
