@@ -13,7 +13,7 @@ import logging
 import torch
 
 from eric.train.checkpoint import use_safe_loading
-from eric.train.runtime import prepare_environment
+from eric.train.runtime import init_distributed, prepare_environment
 
 NO_DECAY = ("bias", "norm", "layernorm", "layer_norm")
 
@@ -56,6 +56,7 @@ def initialize(model: torch.nn.Module, ds_config: dict, *, lr: float, weight_dec
                total_steps: int, warmup_steps: int = 0):
     """A DeepSpeed engine around `model`; works as a lone process or under a launcher."""
     prepare_environment()
+    init_distributed()
     import deepspeed
 
     deepspeed.utils.logger.setLevel(logging.WARNING)

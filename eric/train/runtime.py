@@ -49,7 +49,30 @@ def prepare_environment() -> Rank:
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     if "MASTER_PORT" not in os.environ:
         os.environ["MASTER_PORT"] = str(free_port())
+        os.environ[OWN_PORT] = os.environ["MASTER_PORT"]
     return current_rank()
+
+
+# set beside MASTER_PORT when prepare_environment picked it (no launcher did): then it may change
+OWN_PORT = "ERIC_OWN_MASTER_PORT"
+
+
+def init_distributed(attempts: int = 5) -> None:
+    """deepspeed.init_distributed, retrying on a fresh port when the one prepare_environment picked
+    was taken between free_port() and the store's bind (a race on a busy host: EADDRINUSE). A
+    launcher's port is never changed."""
+    import deepspeed
+    from torch.distributed import DistNetworkError
+
+    for attempt in range(attempts):
+        try:
+            deepspeed.init_distributed(verbose=False)
+            return
+        except DistNetworkError:
+            own = os.environ.get(OWN_PORT) == os.environ.get("MASTER_PORT")
+            if not own or attempt == attempts - 1:
+                raise
+            os.environ["MASTER_PORT"] = os.environ[OWN_PORT] = str(free_port())
 
 
 def current_rank() -> Rank:
