@@ -12,7 +12,8 @@
 3. Sampling (top-p 0.9, KV cache), 256 new tokens, batch 8 and batch 1: ERIC's
    `generate` (plans an entity and a state at every sentence token) vs BART's
    transformers `generate`. Both models get the same logit bias on <sent> so that a
-   random-weight model opens a unit about every 16 tokens. Goal: ERIC / BART >= 0.95.
+   random-weight model opens units (measured: about every 9 tokens, twice wikiplots-mini's rate;
+   benchmarks/bench_sample.py --unit-rate real calibrates to ~17). Goal: ERIC / BART >= 0.95.
 4. The floor: ERIC must do BART's work plus one pass of the sentence encoder over the
    units it encodes. `sentence_encoder_step` times that pass alone (forward + backward,
    then AdamW on its own parameters, an update ERIC's step also does) on the same batch
