@@ -135,13 +135,6 @@ class DiscoDVTOutput(EricOutput):
     discourse_loss: torch.Tensor | None = None
     prior_loss: torch.Tensor | None = None
 
-    def loss_terms(self) -> dict[str, float]:
-        terms = super().loss_terms()
-        for name in ("codebook_loss", "commitment_loss", "discourse_loss", "prior_loss"):
-            if getattr(self, name) is not None:
-                terms[name] = float(getattr(self, name).detach())
-        return terms
-
 
 @dataclass
 class DiscoDVTGenerationOutput(EricGenerationOutput):

@@ -111,13 +111,6 @@ class HintOutput(EricOutput):
     similarity_loss: torch.Tensor | None = None
     order_loss: torch.Tensor | None = None
 
-    def loss_terms(self) -> dict[str, float]:
-        terms = super().loss_terms()
-        for name in ("similarity_loss", "order_loss"):
-            if getattr(self, name) is not None:
-                terms[name] = float(getattr(self, name).detach())
-        return terms
-
 
 class PairScorer(nn.Module):
     """sigmoid-logit of a pair of representations: a^T W b / sqrt(d) + bias."""

@@ -97,9 +97,10 @@ class EricOutput(ModelOutput):
     event_rank: torch.Tensor | None = None  # effective rank of the e_n (exp entropy of singular values)
 
     def loss_terms(self) -> dict[str, float]:
-        names = ("loss", "lm_loss", "entity_loss", "contrastive_loss", "state_entropy_loss", "codebook_usage",
-                 "contrastive_chance", "event_cosine", "event_rank")
-        return {n: float(getattr(self, n).detach()) for n in names if getattr(self, n) is not None}
+        """Every scalar field that is set (the loss, its terms, diagnostics; a baseline's output
+        subclass adds its own scalar fields and they appear here with no more code)."""
+        return {f.name: float(v.detach()) for f in fields(self)
+                if isinstance(v := getattr(self, f.name), torch.Tensor) and v.dim() == 0}
 
 
 @dataclass

@@ -101,13 +101,6 @@ class PlanAheadOutput(EricOutput):
     plan_logits: torch.Tensor | None = None  # [B, V], before the softmax
     gate_mean: torch.Tensor | None = None  # mean g over the target's tokens (diagnostic)
 
-    def loss_terms(self) -> dict[str, float]:
-        terms = super().loss_terms()
-        for name in ("plan_loss", "gate_mean"):
-            if getattr(self, name) is not None:
-                terms[name] = float(getattr(self, name).detach())
-        return terms
-
 
 # -- the mixture and the losses --
 def mixture_log_probs(lm_logits: torch.Tensor, plan_logits: torch.Tensor, gate_logits: torch.Tensor) -> torch.Tensor:

@@ -59,12 +59,6 @@ class SimCTGOptions(BaseModel):
 class SimCTGOutput(EricOutput):
     token_contrastive_loss: torch.Tensor | None = None
 
-    def loss_terms(self) -> dict[str, float]:
-        terms = super().loss_terms()
-        if self.token_contrastive_loss is not None:
-            terms["token_contrastive_loss"] = float(self.token_contrastive_loss.detach())
-        return terms
-
 
 def token_contrastive_loss(hidden: torch.Tensor, valid: torch.Tensor, margin: float) -> torch.Tensor | None:
     """SimCTG's L_CL: `hidden` [B, T, d] decoder states, `valid` [B, T] bool (the target's tokens).

@@ -16,17 +16,14 @@ DIAGNOSTICS = ("contrastive_chance", "event_cosine", "event_rank")
 
 
 def loss_terms(outputs) -> dict[str, float]:
-    """`loss` plus whichever separate terms the output has, as floats."""
-    values = {"loss": outputs.loss}
-    for name in LOSS_TERMS + DIAGNOSTICS:
-        value = getattr(outputs, name, None)
-        if value is not None:
-            values[name] = value
-    terms = {k: float(v.detach()) for k, v in values.items()}
-    own = getattr(outputs, "loss_terms", None)  # a baseline's own terms (its output's loss_terms)
-    if callable(own):
-        terms.update({k: v for k, v in own().items() if k.endswith("_loss") and k not in terms})
-    return terms
+    """`loss` plus whichever separate terms (`*_loss`) and diagnostics the output has, as floats:
+    from its `loss_terms()` (ERIC and the baselines), else by name (a plain transformers output)."""
+    if callable(getattr(outputs, "loss_terms", None)):
+        terms = outputs.loss_terms()
+    else:
+        names = ("loss", *LOSS_TERMS, *DIAGNOSTICS)
+        terms = {n: float(v.detach()) for n in names if (v := getattr(outputs, n, None)) is not None}
+    return {k: v for k, v in terms.items() if k == "loss" or k.endswith("_loss") or k in DIAGNOSTICS}
 
 
 def batch_tokens(batch: dict) -> int:
