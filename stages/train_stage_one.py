@@ -52,22 +52,21 @@ def prepare(params: Params, variant: str) -> TrainingJob:
         model = build_model(m, variant, tokenizer)
     except (FileNotFoundError, ValueError) as exc:
         raise TrainError(str(exc)) from None
+    architecture, columns = type(model), [*COLUMNS, *type(model).extra_columns]
+    targets = resolve_path(t.targets_dir)  # baselines' cached targets (HINT)
+    try:
+        train, val = (architecture.join_targets(read_rows(data / f"{split}.parquet", columns, limit), targets,
+                                                variant, split)
+                      for split, limit in (("train", t.max_train_examples), ("val", t.max_val_examples)))
+    except (FileNotFoundError, ValueError) as exc:
+        raise TrainError(str(exc)) from None
     collator = StageOneCollator(
         tokenizer, max_source_length=m.max_source_length, max_target_length=m.max_target_length,
         max_entities=m.max_entities, entity_choice=m.entity_choice, hard_negatives=m.hard_negatives,
         seed=params.seed,
+        # a baseline's own batch inputs (training-split statistics counted once, e.g. PlanAhead's IDF)
+        extras=architecture.collator_extras(model.config, tokenizer, train),
     )
-    columns = [*COLUMNS, *type(model).extra_columns]
-    targets = resolve_path(t.targets_dir)  # baselines' cached targets (HINT)
-    try:
-        train = type(model).join_targets(read_rows(data / "train.parquet", columns, t.max_train_examples),
-                                         targets, variant, "train")
-        val = type(model).join_targets(read_rows(data / "val.parquet", columns, t.max_val_examples),
-                                       targets, variant, "val")
-    except (FileNotFoundError, ValueError) as exc:
-        raise TrainError(str(exc)) from None
-    # a baseline's own batch inputs (statistics of the training split counted once, e.g. PlanAhead's IDF)
-    collator.extras = type(model).collator_extras(model.config, tokenizer, train)
     model_params = m.model_dump(exclude={"variants"}) | {"switches": m.variants[variant].model_dump()}
     return TrainingJob(
         stage="train_stage_one", variant=variant, params=params,
