@@ -48,6 +48,18 @@ class StateKeys:
         return cls(order, order + past_length, valid)
 
 
+def fit(buffer: torch.Tensor | None, needed: int, like: torch.Tensor, spare: bool = True) -> torch.Tensor:
+    """`buffer` (shaped like `like` but for dim 1) with room for `needed` slots along dim 1,
+    contents kept; when it must grow: to max(16, 2 * needed) (amortized), or exactly `needed`
+    without `spare`; new slots zero."""
+    if buffer is not None and buffer.shape[1] >= needed:
+        return buffer
+    grown = like.new_zeros(like.shape[0], max(16, 2 * needed) if spare else needed, *like.shape[2:])
+    if buffer is not None:
+        grown[:, : buffer.shape[1]] = buffer
+    return grown
+
+
 class GrowingBuffer:
     """A [B, n, ...] tensor that grows along dim 1; appends copy only the new part (amortized)."""
 
@@ -57,12 +69,7 @@ class GrowingBuffer:
 
     def append(self, x: torch.Tensor) -> torch.Tensor:
         n = x.shape[1]
-        if self.data is None or self.length + n > self.data.shape[1]:
-            capacity = max(16, 2 * (self.length + n))
-            grown = x.new_empty(x.shape[0], capacity, *x.shape[2:])
-            if self.data is not None:
-                grown[:, : self.length] = self.data[:, : self.length]
-            self.data = grown
+        self.data = fit(self.data, self.length + n, x)
         self.data[:, self.length : self.length + n] = x
         self.length += n
         return self.view()
@@ -97,9 +104,7 @@ class StateAttentionCache:
         if self.counts is None:
             self.counts = torch.zeros(batch, dtype=torch.long, device=new.positions.device)
         self.dest = self.counts[:, None] + torch.arange(width, device=self.counts.device)
-        needed = self.slots + width  # the furthest slot written below, plus one
-        if self.positions is None or self.positions.shape[1] < needed:
-            self.positions = self._fit(self.positions, max(16, 2 * needed), new.positions)
+        self.positions = fit(self.positions, self.slots + width, new.positions)  # the furthest slot written, + 1
         self.positions.scatter_(1, self.dest, new.positions)
         self.counts += new.valid.sum(1)
         low, high = self.counts.aminmax()
@@ -110,8 +115,8 @@ class StateAttentionCache:
         if keys is not None:
             index = self.dest[..., None].expand(-1, -1, keys.shape[-1])
             capacity = self.positions.shape[1]
-            self.keys[layer_idx] = self._fit(self.keys[layer_idx], capacity, keys)
-            self.values[layer_idx] = self._fit(self.values[layer_idx], capacity, values)
+            self.keys[layer_idx] = fit(self.keys[layer_idx], capacity, keys, spare=False)
+            self.values[layer_idx] = fit(self.values[layer_idx], capacity, values, spare=False)
             self.keys[layer_idx].scatter_(1, index, keys)
             self.values[layer_idx].scatter_(1, index, values)
         return self.keys[layer_idx][:, : self.slots], self.values[layer_idx][:, : self.slots]
@@ -131,15 +136,6 @@ class StateAttentionCache:
         valid = torch.arange(self.slots, device=self.counts.device)[None, :] < self.counts[:, None]
         return _visibility(self.positions[:, : self.slots], valid, past_length, length, dtype)
 
-    @staticmethod
-    def _fit(buffer: torch.Tensor | None, capacity: int, like: torch.Tensor) -> torch.Tensor:
-        """`buffer` (shaped like `like` but for dim 1) with at least `capacity` slots; contents kept."""
-        if buffer is not None and buffer.shape[1] >= capacity:
-            return buffer
-        grown = like.new_zeros(like.shape[0], capacity, *like.shape[2:])
-        if buffer is not None:
-            grown[:, : buffer.shape[1]] = buffer
-        return grown
 
 
 @dataclass
