@@ -7,13 +7,13 @@ for every span of every training target, counted. Reported beside ERIC's states 
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 
 import torch
 from tqdm.auto import tqdm
 
 from eric.data.collate import StageOneCollator
+from eric.model.state_space import usage_perplexity
 
 
 def has_codes(model) -> bool:
@@ -37,8 +37,8 @@ def training_code_usage(model, tokenizer, rows: list[dict], *, batch_size: int =
 
 def code_summary(counts: Counter, num_codes: int) -> dict:
     total = sum(counts.values())
-    entropy = -sum(c / total * math.log(c / total) for c in counts.values()) if total else 0.0
     top = counts.most_common(1)
+    perplexity = usage_perplexity(torch.tensor(list(counts.values()))) if total else 1.0  # exp(0), as before
     return {"codes_used": len(counts), "num_codes": num_codes, "code_spans": total,
-            "code_perplexity": round(math.exp(entropy), 2),
+            "code_perplexity": round(perplexity, 2),
             "top_code": {"code": top[0][0], "share": top[0][1] / total} if top else None}
