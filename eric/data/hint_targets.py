@@ -16,12 +16,13 @@ near-instant, and its output does not change when a hint variant is added elsewh
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from eric.data.outdir import Staging
 
 SPLITS = ("train", "val")
 MARKER = "NONE"
@@ -82,29 +83,25 @@ def write_marker(out_dir: Path, variant: str) -> None:
 
 
 class fresh_dir:
-    """Write into a hidden sibling, then replace `out_dir` with it (only a folder this
-    module wrote before, holding nothing but its files, is removed)."""
+    """Write into a staging sibling that then replaces `out_dir` (preprocess's Staging: atomic
+    swap); only a folder this module wrote before, holding nothing but its files, is replaced."""
 
     def __init__(self, out_dir: Path):
         self.out_dir = Path(out_dir)
-        self.tmp = self.out_dir.with_name(f".{self.out_dir.name}.tmp")
 
     def __enter__(self) -> Path:
         if self.out_dir.exists():
             foreign = [p.name for p in self.out_dir.iterdir() if p.name not in {MARKER, *(f"{s}.parquet" for s in SPLITS)}]
             if foreign or not self.out_dir.is_dir():
                 raise FileExistsError(f"{self.out_dir}: holds files this stage did not write ({foreign[:3]})")
-        shutil.rmtree(self.tmp, ignore_errors=True)
-        self.tmp.mkdir(parents=True)
-        return self.tmp
+        self.staging = Staging(self.out_dir, marker=None)
+        return self.staging.path
 
     def __exit__(self, kind, value, traceback) -> None:
         if kind is not None:
-            shutil.rmtree(self.tmp, ignore_errors=True)
-            return
-        if self.out_dir.exists():
-            shutil.rmtree(self.out_dir)
-        self.tmp.rename(self.out_dir)
+            self.staging.abort()
+        else:
+            self.staging.commit()
 
 
 def join(rows: list[dict], path: Path) -> list[dict]:

@@ -57,10 +57,11 @@ def check_out_dir(out_dir: Path, overwrite: bool, protected: dict[str, Path]) ->
 
 
 class Staging:
-    """A fresh folder beside `out_dir` that becomes `out_dir` on commit."""
+    """A fresh folder beside `out_dir` that becomes `out_dir` on commit (with preprocess's
+    marker file, unless `marker` is None: another stage's output)."""
 
-    def __init__(self, out_dir: Path):
-        self.out_dir = out_dir
+    def __init__(self, out_dir: Path, marker: str | None = MARKER):
+        self.out_dir, self.marker = out_dir, marker
         self.path = out_dir.with_name(f".{out_dir.name}.{secrets.token_hex(4)}.partial")
         self.made = [p for p in out_dir.parents if not p.exists()]  # nearest first; removed on abort
         try:
@@ -70,7 +71,8 @@ class Staging:
             raise OutputError(f"out-dir {out_dir}: cannot write there ({exc.strerror or exc})") from None
 
     def commit(self) -> Path:
-        (self.path / MARKER).write_text("Written by eric preprocess; the next run replaces this folder.\n")
+        if self.marker is not None:
+            (self.path / self.marker).write_text("Written by eric preprocess; the next run replaces this folder.\n")
         if self.out_dir.is_dir() and any(self.out_dir.iterdir()):
             _swap(self.path, self.out_dir)
         else:
