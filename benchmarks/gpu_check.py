@@ -4,22 +4,26 @@
                                    [--sample-batches 1 32] [--sample-tokens 128] [--out FILE.json]
 
 (benchmarks/gpu_check.sh runs it with the figures README asks for.) On a CUDA machine
-it trains bf16 with DeepSpeed ZeRO-2 (`infra/deepspeed/gpu_bf16_zero2.json`, what
-`deepspeed_config: auto` picks there); on CPU it runs the same code with the CPU config
-(that is how the test runs it, at a toy size). For ERIC (every mechanism) and BART
+it trains with DeepSpeed twice: the recipe `deepspeed_config: auto` picks for one GPU
+(`infra/deepspeed/gpu_bf16.json`: ZeRO 0, fp32 weights, bf16 autocast) and ZeRO-2 with bf16
+weights (`gpu_bf16_zero2.json`, what `auto` picks for several ranks); on CPU the same code
+runs with the CPU configs (that is how the test runs it, at a toy size). For ERIC (every mechanism) and BART
 (transformers' BartForConditionalGeneration of the same dimensions), on bench_model.py's
 synthetic batches (128 source + 256 target tokens, a unit every 17 tokens, 73% of units
 with an entity):
 
-  train        tokens/s (source + target) of our DeepSpeed Trainer and of a plain torch
-               loop (AdamW, bf16 autocast, clipping) on the same batches: medians of the
-               steps after --warmup; DeepSpeed / plain as a ratio
+  train        tokens/s (source + target) of our DeepSpeed Trainer (both recipes) and of a
+               plain torch loop (AdamW, bf16 autocast, clipping) on the same batches: medians
+               of the steps after --warmup; each recipe / plain as a ratio
   memory       peak CUDA memory of each loop (torch.cuda.max_memory_allocated)
   MFU          model FLOPs per step (forward + backward, counted by torch's FlopCounterMode
                on one batch) x steps/s / the card's peak dense bf16 FLOP/s (--peak-tflops,
                else a table of known cards; none on CPU)
   sampling     tokens/s of `generate` (top-p 0.9, KV cache, exactly --sample-tokens new
-               tokens) at each --sample-batches size, bf16 autocast on CUDA
+               tokens) at each --sample-batches size, bf16 autocast on CUDA: the median of
+               --sample-repeats calls after one call of the same length (cuDNN builds an
+               attention plan for each new key length: a short warm-up leaves that cost in
+               whichever model is timed first; it made ERIC look 7x slower on an H100)
   reload       the DeepSpeed-trained weights saved with `Trainer.save_pretrained` (fp32
                masters, safetensors), loaded in fp32 on the training device and on CPU:
                the two give the same loss on a batch (1e-3 relative), close to the trained
@@ -128,10 +132,11 @@ def plain_loop(name: str, data: list[dict], args, bf16: bool) -> dict:
     return {"seconds": durations, "peak_gib": peak_gib(), "flops": flops}
 
 
-def deepspeed_loop(name: str, data: list[dict], args, folder: Path) -> tuple[dict, Trainer]:
-    """Our Trainer (DeepSpeed, `deepspeed_config: auto`): seconds per step, peak memory."""
+def deepspeed_loop(name: str, data: list[dict], args, folder: Path, config: str = "auto") -> tuple[dict, Trainer]:
+    """Our Trainer (DeepSpeed, `deepspeed_config` = `config`): seconds per step, peak memory."""
     settings = LoopSettings(micro_batch_size=args.batch, max_steps=args.steps, checkpoint_every=10**9,
-                            log_every=10**9, eval_at_start=False, length_grouping=False, progress=False, lr=1e-4)
+                            log_every=10**9, eval_at_start=False, length_grouping=False, progress=False, lr=1e-4,
+                            deepspeed_config=config)
     marks: list[float] = []
 
     def mark(_trainer) -> None:
@@ -140,7 +145,7 @@ def deepspeed_loop(name: str, data: list[dict], args, folder: Path) -> tuple[dic
 
     reset_peak()
     trainer = Trainer(build(name, args.size, args.vocab), settings, train_set=data, collate_fn=collate,
-                      checkpoint_dir=folder / f"{name}-checkpoints", on_step_end=mark)
+                      checkpoint_dir=folder / f"{name}-{Path(config).stem}-checkpoints", on_step_end=mark)
     synchronize()
     marks.append(time.perf_counter())
     trainer.fit()
@@ -167,8 +172,8 @@ def sampling_speed(model, batch_size: int, args, bf16: bool) -> float:
         synchronize()
         return time.perf_counter() - start
 
-    run(min(8, args.sample_tokens))
-    return batch_size * args.sample_tokens / run(args.sample_tokens)
+    run(args.sample_tokens)  # warm-up at full length: cuDNN builds an attention plan per new key length
+    return batch_size * args.sample_tokens / statistics.median(run(args.sample_tokens) for _ in range(args.sample_repeats))
 
 
 def reload_on_cpu(name: str, trainer: Trainer, data: list[dict], folder: Path) -> dict:
@@ -213,20 +218,20 @@ def median_rate(seconds: list[float], warmup: int, tokens: int) -> float:
 def check(name: str, args, folder: Path, bf16: bool, peak: float | None) -> dict:
     data = examples(name, args.steps * args.batch, args)
     tokens = args.batch * (args.src + args.tgt)
-    plain = plain_loop(name, data, args, bf16)
-    ours, trainer = deepspeed_loop(name, data, args, folder)
-    result = {
-        "params_m": sum(p.numel() for p in trainer.engine.module.parameters()) / 1e6,
-        "plain_tokens_per_s": median_rate(plain["seconds"], args.warmup, tokens),
-        "deepspeed_tokens_per_s": median_rate(ours["seconds"], args.warmup, tokens),
-        "plain_peak_gib": plain["peak_gib"],
-        "deepspeed_peak_gib": ours["peak_gib"],
-        "step_tflop": plain["flops"] / 1e12,
-    }
-    result["deepspeed_vs_plain"] = result["deepspeed_tokens_per_s"] / result["plain_tokens_per_s"]
-    for loop in ("plain", "deepspeed"):
+    loops = {"plain": plain_loop(name, data, args, bf16)}
+    loops["zero2"], zero2 = deepspeed_loop(name, data, args, folder, args.zero2_config)
+    del zero2
+    loops["deepspeed"], trainer = deepspeed_loop(name, data, args, folder)  # `auto`, kept for the checks below
+    flops = loops["plain"]["flops"]
+    result = {"params_m": sum(p.numel() for p in trainer.engine.module.parameters()) / 1e6,
+              "step_tflop": flops / 1e12}
+    for loop, figures in loops.items():
+        result[f"{loop}_tokens_per_s"] = median_rate(figures["seconds"], args.warmup, tokens)
+        result[f"{loop}_peak_gib"] = figures["peak_gib"]
         steps_per_s = result[f"{loop}_tokens_per_s"] / tokens
-        result[f"{loop}_mfu"] = plain["flops"] * steps_per_s / (peak * 1e12) if peak else None
+        result[f"{loop}_mfu"] = flops * steps_per_s / (peak * 1e12) if peak else None
+    result["deepspeed_vs_plain"] = result["deepspeed_tokens_per_s"] / result["plain_tokens_per_s"]
+    result["zero2_vs_plain"] = result["zero2_tokens_per_s"] / result["plain_tokens_per_s"]
     model = trainer.engine.module
     for size in args.sample_batches:
         result[f"sample_tokens_per_s_batch{size}"] = sampling_speed(model, size, args, bf16)
@@ -241,10 +246,13 @@ def report(results: dict, meta: dict) -> None:
           f"peak {meta['peak_tflops']} TFLOP/s")
     fmt = lambda v, spec: "n/a" if v is None else format(v, spec)  # noqa: E731
     rows = [("params (M)", "params_m", ".1f"), ("train tok/s, plain torch", "plain_tokens_per_s", ",.0f"),
-            ("train tok/s, DeepSpeed", "deepspeed_tokens_per_s", ",.0f"),
-            ("DeepSpeed / plain", "deepspeed_vs_plain", ".3f"), ("peak GiB, plain", "plain_peak_gib", ".2f"),
-            ("peak GiB, DeepSpeed", "deepspeed_peak_gib", ".2f"), ("TFLOP per step", "step_tflop", ".3f"),
-            ("MFU, plain", "plain_mfu", ".1%"), ("MFU, DeepSpeed", "deepspeed_mfu", ".1%")]
+            ("train tok/s, DeepSpeed auto", "deepspeed_tokens_per_s", ",.0f"),
+            ("train tok/s, DeepSpeed ZeRO-2", "zero2_tokens_per_s", ",.0f"),
+            ("DeepSpeed auto / plain", "deepspeed_vs_plain", ".3f"), ("ZeRO-2 / plain", "zero2_vs_plain", ".3f"),
+            ("peak GiB, plain", "plain_peak_gib", ".2f"), ("peak GiB, DeepSpeed auto", "deepspeed_peak_gib", ".2f"),
+            ("peak GiB, ZeRO-2", "zero2_peak_gib", ".2f"), ("TFLOP per step", "step_tflop", ".3f"),
+            ("MFU, plain", "plain_mfu", ".1%"), ("MFU, DeepSpeed auto", "deepspeed_mfu", ".1%"),
+            ("MFU, ZeRO-2", "zero2_mfu", ".1%")]
     rows += [(f"sample tok/s, batch {b}", f"sample_tokens_per_s_batch{b}", ",.0f") for b in meta["sample_batches"]]
     print(f"{'':28} {'ERIC':>12} {'BART':>12} {'ERIC/BART':>10}")
     for label, key, spec in rows:
@@ -270,11 +278,16 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--tgt", type=int, default=256)
     parser.add_argument("--sample-batches", type=int, nargs="+", default=[1, 32])
     parser.add_argument("--sample-tokens", type=int, default=128)
+    parser.add_argument("--sample-repeats", type=int, default=3, help="timed calls per batch size (median)")
+    parser.add_argument("--zero2-config", default=None,
+                        help="the ZeRO-2 recipe timed beside `auto` (default: gpu_bf16_zero2.json on CUDA, "
+                             "cpu_zero2.json on CPU)")
     parser.add_argument("--peak-tflops", type=float, default=None, help="the card's peak dense bf16 TFLOP/s")
     parser.add_argument("--models", nargs="+", default=["eric", "bart"], choices=["eric", "bart"])
     parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
     args = parser.parse_args(argv)
     bf16 = torch.cuda.is_available()  # the GPU recipe; CPU stays in fp32 (no native bf16 on our CPUs)
+    args.zero2_config = args.zero2_config or f"infra/deepspeed/{'gpu_bf16_zero2' if bf16 else 'cpu_zero2'}.json"
     meta = {"device": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu", "size": args.size,
             "batch": args.batch, "src": args.src, "tgt": args.tgt, "bf16": bf16, "steps": args.steps,
             "warmup": args.warmup, "peak_tflops": peak_tflops(args), "sample_batches": args.sample_batches,

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The GPU check (benchmarks/gpu_check.py) at bart-base size with the GPU recipe: bf16,
-# DeepSpeed ZeRO-2 (infra/deepspeed/gpu_bf16_zero2.json). Run from the project root on a
+# The GPU check (benchmarks/gpu_check.py) at bart-base size with the GPU recipes: bf16 autocast
+# (infra/deepspeed/gpu_bf16.json) and ZeRO-2 (gpu_bf16_zero2.json). Run from the project root on a
 # CUDA machine with the venv set up (infra/setup.sh, then a CUDA torch: DEVELOPERS.md):
 #
 #     bash benchmarks/gpu_check.sh            # figures -> outputs/gpu_check/<card>.json + .log
@@ -17,5 +17,5 @@ card=$("$PYTHON" -c 'import torch; print(torch.cuda.get_device_name().replace(" 
 mkdir -p outputs/gpu_check
 export TOKENIZERS_PARALLELISM=false
 "$PYTHON" benchmarks/gpu_check.py --size base --steps 20 --warmup 5 --batch 16 \
-  --sample-batches 1 32 --sample-tokens 128 --out "outputs/gpu_check/$card.json" "$@" \
+  --sample-batches 1 8 32 --sample-tokens 128 --out "outputs/gpu_check/$card.json" "$@" \
   2>&1 | tee "outputs/gpu_check/$card.log"

@@ -139,7 +139,7 @@ class EricGenerationMixin:
         buffer = torch.full((batch, max_new_tokens + 1), config.pad_token_id, dtype=torch.long, device=device)
         buffer[:, 0] = prompt[0]
         processors = self._logits_processors(
-            do_sample, temperature, top_k, top_p, no_repeat_ngram_size, min_new_tokens, len(prompt)
+            do_sample, temperature, top_k, top_p, no_repeat_ngram_size, min_new_tokens, device
         )
         step_state = _StepState(self, batch, device, use_cache)
         finished = torch.zeros(batch, dtype=torch.bool, device=device)
@@ -215,13 +215,13 @@ class EricGenerationMixin:
         records.append((reads_sent, classes, state_ids))
         return unit_embed[:, None]
 
-    def _logits_processors(self, do_sample, temperature, top_k, top_p, no_repeat, min_new_tokens, prompt_length):
+    def _logits_processors(self, do_sample, temperature, top_k, top_p, no_repeat, min_new_tokens, device):
         processors = LogitsProcessorList()
         if no_repeat:
             processors.append(NoRepeatNGramLogitsProcessor(no_repeat))
         if min_new_tokens:
             # the decoder start token is not "new", as in transformers
-            processors.append(MinNewTokensLengthLogitsProcessor(1, min_new_tokens, self.config.eos_token_id))
+            processors.append(MinNewTokensLengthLogitsProcessor(1, min_new_tokens, self.config.eos_token_id, device))
         processors.extend(sampling_warpers(do_sample, temperature, top_k, top_p))
         return processors
 

@@ -3,6 +3,7 @@ import json
 import pytest
 import torch
 
+from eric.train import ds_config
 from eric.train.ds_config import apply_precision, build_ds_config
 from eric.train.engine import linear_schedule, parameter_groups
 from eric.train.errors import TrainError
@@ -32,6 +33,21 @@ def test_gpu_config_is_bf16_zero2():
     config = build_ds_config("infra/deepspeed/gpu_bf16_zero2.json", micro_batch_size=8,
                              grad_accum_steps=1, world_size=1, max_grad_norm=1.0, precision="bf16")
     assert config["bf16"]["enabled"] and config["zero_optimization"]["stage"] == 2
+
+
+@pytest.mark.parametrize("kind, world_size, expected", [
+    ("cpu", 1, "cpu.json"), ("cpu", 4, "cpu.json"),
+    ("cuda", 1, "gpu_bf16.json"),  # one GPU: ZeRO 0 + autocast (ZeRO-2 measured 2x slower there)
+    ("cuda", 8, "gpu_bf16_zero2.json"),
+])
+def test_auto_picks_the_recipe_by_device_and_ranks(monkeypatch, kind, world_size, expected):
+    monkeypatch.setattr(ds_config, "device_kind", lambda: kind)
+    assert ds_config.config_path("auto", world_size).name == expected
+    config = build_ds_config("auto", micro_batch_size=2, grad_accum_steps=1, world_size=world_size,
+                             max_grad_norm=1.0, precision="bf16")
+    assert config["zero_optimization"]["stage"] == (2 if expected.endswith("zero2.json") else 0)
+    assert ("bf16" in config) == expected.endswith("zero2.json")  # else fp32 weights, bf16 autocast
+    assert ("torch_autocast" in config) != expected.endswith("zero2.json")
 
 
 def test_bad_config_files_give_one_line_errors(tmp_path):

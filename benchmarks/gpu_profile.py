@@ -1,0 +1,147 @@
+"""Where GPU time goes: sampling ops per token, and the DeepSpeed recipe's training cost.
+
+    python benchmarks/gpu_profile.py [--size base] [--tokens 64] [--steps 10] [--warmup 3]
+                                     [--configs zero2_bf16 zero1_bf16 zero0_bf16 zero0_autocast]
+
+Companion of gpu_check.py (same synthetic batches and models), for diagnosis:
+
+  sampling   ERIC and BART `generate` at batch 1 (top-p 0.9, KV cache, bf16 autocast):
+             milliseconds per token, then one profiled call: host syncs (cudaStreamSynchronize,
+             device-to-host copies) per token and the heaviest operators by host time
+  training   our Trainer's tokens/s with each DeepSpeed recipe in --configs (ZeRO stage and
+             precision; `zero0_autocast` is fp32 weights with bf16 autocast, like a plain loop)
+
+On CPU it runs at a toy size (the test does), without device tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gpu_check import build, collate, examples, synchronize  # noqa: E402
+
+from eric.model import EricForConditionalGeneration  # noqa: E402
+from eric.train.loop import LoopSettings, Trainer  # noqa: E402
+from eric.train.runtime import device_kind  # noqa: E402
+
+CONFIGS = {
+    "zero2_bf16": {"bf16": {"enabled": True}, "zero_optimization": {"stage": 2, "overlap_comm": True,
+                                                                     "contiguous_gradients": True}},
+    "zero1_bf16": {"bf16": {"enabled": True}, "zero_optimization": {"stage": 1}},
+    "zero0_bf16": {"bf16": {"enabled": True}, "zero_optimization": {"stage": 0}},
+    "zero0_autocast": {"torch_autocast": {"enabled": True, "dtype": "bfloat16"}, "zero_optimization": {"stage": 0}},
+}
+SYNC_EVENTS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "Memcpy DtoH", "cudaMemcpy ")
+
+
+def generate(model, source, tokens: int, bf16: bool):
+    device = source.device.type
+    with torch.autocast(device, dtype=torch.bfloat16, enabled=bf16), torch.no_grad():
+        if isinstance(model, EricForConditionalGeneration):
+            return model.generate(source, max_new_tokens=tokens, min_new_tokens=tokens, top_p=0.9,
+                                  generator=torch.Generator(device=device).manual_seed(0))
+        torch.manual_seed(0)
+        return model.generate(source, do_sample=True, top_p=0.9, top_k=0, max_new_tokens=tokens,
+                              min_new_tokens=tokens, num_beams=1)
+
+
+def profile_sampling(name: str, args, bf16: bool) -> dict:
+    device = device_kind()
+    model = build(name, args.size, args.vocab).to(device).eval()
+    source = collate(examples("bart", 1, args))["input_ids"].to(device)
+    generate(model, source, 8, bf16)
+    times = []
+    for _ in range(3):
+        synchronize()
+        start = time.perf_counter()
+        generate(model, source, args.tokens, bf16)
+        synchronize()
+        times.append(time.perf_counter() - start)
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+    with profile(activities=activities) as prof:
+        generate(model, source, args.tokens, bf16)
+        synchronize()
+    events = prof.key_averages()
+    syncs = sum(e.count for e in events if any(s in e.key for s in SYNC_EVENTS))
+    calls = sum(e.count for e in events if e.key.startswith("aten::"))
+    print(f"\n== sampling {name}: {1000 * statistics.median(times) / args.tokens:.2f} ms/token "
+          f"(median of 3 x {args.tokens}), aten calls/token {calls / args.tokens:.0f}, "
+          f"host syncs/token {syncs / args.tokens:.2f}")
+    print(events.table(sort_by="self_cpu_time_total", row_limit=args.rows, max_name_column_width=60))
+    if device == "cuda":
+        print(events.table(sort_by="self_cuda_time_total", row_limit=10, max_name_column_width=60))
+    return {"ms_per_token": 1000 * statistics.median(times) / args.tokens,
+            "aten_calls_per_token": calls / args.tokens, "syncs_per_token": syncs / args.tokens}
+
+
+def train_rate(name: str, config_name: str, args, folder: Path) -> float:
+    path = folder / f"{config_name}.json"
+    path.write_text(json.dumps({**CONFIGS[config_name], "steps_per_print": 10**9}))
+    data = examples(name, (args.steps + args.warmup) * args.batch, args)
+    settings = LoopSettings(micro_batch_size=args.batch, max_steps=args.steps + args.warmup,
+                            checkpoint_every=10**9, log_every=10**9, eval_at_start=False, length_grouping=False,
+                            progress=False, lr=1e-4, deepspeed_config=str(path), precision="bf16")
+    marks: list[float] = []
+
+    def mark(_trainer) -> None:
+        synchronize()
+        marks.append(time.perf_counter())
+
+    trainer = Trainer(build(name, args.size, args.vocab), settings, train_set=data, collate_fn=collate,
+                      checkpoint_dir=folder / f"{name}-{config_name}", on_step_end=mark)
+    synchronize()
+    marks.append(time.perf_counter())
+    trainer.fit()
+    seconds = [b - a for a, b in zip(marks, marks[1:])][args.warmup:]
+    del trainer
+    torch.cuda.empty_cache() if torch.cuda.is_available() else None
+    return args.batch * (args.src + args.tgt) / statistics.median(seconds)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--size", default="base")
+    parser.add_argument("--vocab", type=int, default=50265 + 101)
+    parser.add_argument("--models", nargs="+", default=["eric", "bart"])
+    parser.add_argument("--tokens", type=int, default=64)
+    parser.add_argument("--rows", type=int, default=15)
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--batch", type=int, default=16)
+    parser.add_argument("--src", type=int, default=128)
+    parser.add_argument("--tgt", type=int, default=256)
+    parser.add_argument("--configs", nargs="*", default=list(CONFIGS), choices=list(CONFIGS))
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args(argv)
+    bf16 = torch.cuda.is_available()
+    figures: dict = {"device": torch.cuda.get_device_name() if bf16 else "cpu", "sampling": {}, "training": {}}
+    for name in args.models:
+        figures["sampling"][name] = profile_sampling(name, args, bf16)
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in args.models:
+            for config_name in args.configs:
+                try:
+                    rate = train_rate(name, config_name, args, Path(tmp))
+                except Exception as exc:  # one recipe failing should not lose the others' figures
+                    print(f"training {name} {config_name}: FAILED {type(exc).__name__}: {exc}")
+                    continue
+                figures["training"][f"{name}/{config_name}"] = rate
+                print(f"training {name:5s} {config_name:15s} {rate:12,.0f} tokens/s", flush=True)
+    print(json.dumps(figures, indent=1))
+    if args.out:
+        args.out.write_text(json.dumps(figures, indent=1))
+    return figures
+
+
+if __name__ == "__main__":
+    main()
