@@ -48,7 +48,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from transformers import BartForConditionalGeneration
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_model import bart_config, eric_config, synthetic_batch  # noqa: E402
+from bench_model import SENT, bart_config, eric_config, synthetic_batch  # noqa: E402
 
 from eric.model import EricForConditionalGeneration  # noqa: E402
 from eric.train.engine import build_optimizer  # noqa: E402
@@ -106,10 +106,11 @@ def step_flops(model: torch.nn.Module, batch: dict, bf16: bool) -> int:
     return counter.get_total_flops()
 
 
-def plain_loop(name: str, data: list[dict], args, bf16: bool) -> dict:
-    """Hand-written loop: seconds per step, peak memory, FLOPs per step."""
+def plain_loop(name: str, data: list[dict], args, bf16: bool, model: torch.nn.Module | None = None) -> dict:
+    """Hand-written loop (`args.steps` steps, of a fresh model unless given one): seconds per
+    step, peak memory, FLOPs per step."""
     device = device_kind()
-    model = build(name, args.size, args.vocab).to(device).train()
+    model = (model or build(name, args.size, args.vocab)).to(device).train()
     optimizer, scheduler = build_optimizer(model, 1e-4, 0.01, total_steps=args.steps)
     batches = [{k: v.to(device) for k, v in collate(data[i * args.batch:(i + 1) * args.batch]).items()}
                for i in range(args.steps)]
@@ -152,28 +153,35 @@ def deepspeed_loop(name: str, data: list[dict], args, folder: Path, config: str 
     return {"seconds": [b - a for a, b in zip(marks, marks[1:])], "peak_gib": peak_gib()}, trainer
 
 
-def sampling_speed(model, batch_size: int, args, bf16: bool) -> float:
-    """New tokens/s of `generate` at one batch size (one warm-up call first)."""
-    device = device_kind()
-    source = synthetic_batch(batch_size, args.src, args.tgt, args.vocab)["input_ids"].to(device)
+def generate(model, source: torch.Tensor, tokens: int, bf16: bool) -> torch.Tensor:
+    """Exactly `tokens` new tokens a row (top-p 0.9, KV cache, bf16 autocast on CUDA): the sequences."""
+    device = source.device.type
+    with torch.autocast(device, dtype=torch.bfloat16, enabled=bf16), torch.no_grad():
+        if isinstance(model, EricForConditionalGeneration):
+            return model.generate(source, max_new_tokens=tokens, min_new_tokens=tokens, top_p=0.9,
+                                  generator=torch.Generator(device=device).manual_seed(0)).sequences
+        torch.manual_seed(0)
+        return model.generate(source, do_sample=True, top_p=0.9, top_k=0, max_new_tokens=tokens,
+                              min_new_tokens=tokens, num_beams=1)
+
+
+def sampling_speed(model, batch_size: int, args, bf16: bool) -> tuple[float, float]:
+    """(new tokens/s, new tokens per <sent>) of `generate` at one batch size: the median of
+    --sample-repeats calls after one warm-up call of the same length."""
+    source = synthetic_batch(batch_size, args.src, args.tgt, args.vocab)["input_ids"].to(device_kind())
     model.eval()
 
-    def run(tokens: int) -> float:
+    def run() -> float:
         synchronize()
         start = time.perf_counter()
-        with torch.autocast(device, dtype=torch.bfloat16, enabled=bf16), torch.no_grad():
-            if isinstance(model, EricForConditionalGeneration):
-                model.generate(source, max_new_tokens=tokens, min_new_tokens=tokens, top_p=0.9,
-                               generator=torch.Generator(device=device).manual_seed(0))
-            else:
-                torch.manual_seed(0)
-                model.generate(source, do_sample=True, top_p=0.9, top_k=0, max_new_tokens=tokens,
-                               min_new_tokens=tokens, num_beams=1)
+        run.sequences = generate(model, source, args.sample_tokens, bf16)
         synchronize()
         return time.perf_counter() - start
 
-    run(args.sample_tokens)  # warm-up at full length: cuDNN builds an attention plan per new key length
-    return batch_size * args.sample_tokens / statistics.median(run(args.sample_tokens) for _ in range(args.sample_repeats))
+    run()  # warm-up at full length: cuDNN builds an attention plan per new key length
+    seconds = statistics.median(run() for _ in range(args.sample_repeats))
+    units = int((run.sequences == SENT).sum())  # ERIC's planning cost grows with the units it opens
+    return batch_size * args.sample_tokens / seconds, batch_size * args.sample_tokens / max(units, 1)
 
 
 def reload_on_cpu(name: str, trainer: Trainer, data: list[dict], folder: Path) -> dict:
@@ -234,7 +242,8 @@ def check(name: str, args, folder: Path, bf16: bool, peak: float | None) -> dict
     result["zero2_vs_plain"] = result["zero2_tokens_per_s"] / result["plain_tokens_per_s"]
     model = trainer.engine.module
     for size in args.sample_batches:
-        result[f"sample_tokens_per_s_batch{size}"] = sampling_speed(model, size, args, bf16)
+        result[f"sample_tokens_per_s_batch{size}"], result[f"sample_tokens_per_unit_batch{size}"] = \
+            sampling_speed(model, size, args, bf16)
     result["reload"] = reload_on_cpu(name, trainer, data, folder)
     del trainer
     return result
@@ -253,7 +262,9 @@ def report(results: dict, meta: dict) -> None:
             ("peak GiB, ZeRO-2", "zero2_peak_gib", ".2f"), ("TFLOP per step", "step_tflop", ".3f"),
             ("MFU, plain", "plain_mfu", ".1%"), ("MFU, DeepSpeed auto", "deepspeed_mfu", ".1%"),
             ("MFU, ZeRO-2", "zero2_mfu", ".1%")]
-    rows += [(f"sample tok/s, batch {b}", f"sample_tokens_per_s_batch{b}", ",.0f") for b in meta["sample_batches"]]
+    for b in meta["sample_batches"]:
+        rows += [(f"sample tok/s, batch {b}", f"sample_tokens_per_s_batch{b}", ",.0f"),
+                 (f"  new tokens per <sent>, batch {b}", f"sample_tokens_per_unit_batch{b}", ",.1f")]
     print(f"{'':28} {'ERIC':>12} {'BART':>12} {'ERIC/BART':>10}")
     for label, key, spec in rows:
         e, b = results["eric"][key], results["bart"][key]

@@ -1,13 +1,15 @@
 """Where GPU time goes: sampling ops per token, and the DeepSpeed recipe's training cost.
 
-    python benchmarks/gpu_profile.py [--size base] [--tokens 64] [--steps 10] [--warmup 3]
+    python benchmarks/gpu_profile.py [--size base] [--sample-tokens 64] [--train-steps 20] [--steps 10]
                                      [--configs zero2_bf16 zero1_bf16 zero0_bf16 zero0_autocast]
 
 Companion of gpu_check.py (same synthetic batches and models), for diagnosis:
 
-  sampling   ERIC and BART `generate` at batch 1 (top-p 0.9, KV cache, bf16 autocast):
-             milliseconds per token, then one profiled call: host syncs (cudaStreamSynchronize,
-             device-to-host copies) per token and the heaviest operators by host time
+  sampling   ERIC and BART `generate` at batch 1 (top-p 0.9, KV cache, bf16 autocast), after
+             --train-steps plain steps (a random model hardly ever opens a unit): milliseconds
+             per token and new tokens per <sent>, then one profiled call: host syncs
+             (cudaStreamSynchronize, device-to-host copies) per token and the heaviest
+             operators by host time
   training   our Trainer's tokens/s with each DeepSpeed recipe in --configs (ZeRO stage and
              precision; `zero0_autocast` is fp32 weights with bf16 autocast, like a plain loop)
 
@@ -28,9 +30,8 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gpu_check import build, collate, examples, synchronize  # noqa: E402
+from gpu_check import build, collate, examples, generate, plain_loop, sampling_speed, synchronize  # noqa: E402
 
-from eric.model import EricForConditionalGeneration  # noqa: E402
 from eric.train.loop import LoopSettings, Trainer  # noqa: E402
 from eric.train.runtime import device_kind  # noqa: E402
 
@@ -44,44 +45,30 @@ CONFIGS = {
 SYNC_EVENTS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "Memcpy DtoH", "cudaMemcpy ")
 
 
-def generate(model, source, tokens: int, bf16: bool):
-    device = source.device.type
-    with torch.autocast(device, dtype=torch.bfloat16, enabled=bf16), torch.no_grad():
-        if isinstance(model, EricForConditionalGeneration):
-            return model.generate(source, max_new_tokens=tokens, min_new_tokens=tokens, top_p=0.9,
-                                  generator=torch.Generator(device=device).manual_seed(0))
-        torch.manual_seed(0)
-        return model.generate(source, do_sample=True, top_p=0.9, top_k=0, max_new_tokens=tokens,
-                              min_new_tokens=tokens, num_beams=1)
-
-
 def profile_sampling(name: str, args, bf16: bool) -> dict:
     device = device_kind()
-    model = build(name, args.size, args.vocab).to(device).eval()
+    model = build(name, args.size, args.vocab).to(device)
+    if args.train_steps:  # a trained model opens units at the data's rate; a random one hardly ever
+        plain_loop(name, examples(name, args.train_steps * args.batch, args),
+                   argparse.Namespace(**{**vars(args), "steps": args.train_steps}), bf16, model)
+    tokens_per_s, tokens_per_unit = sampling_speed(model, 1, args, bf16)
     source = collate(examples("bart", 1, args))["input_ids"].to(device)
-    generate(model, source, 8, bf16)
-    times = []
-    for _ in range(3):
-        synchronize()
-        start = time.perf_counter()
-        generate(model, source, args.tokens, bf16)
-        synchronize()
-        times.append(time.perf_counter() - start)
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
     with profile(activities=activities) as prof:
-        generate(model, source, args.tokens, bf16)
+        generate(model, source, args.sample_tokens, bf16)
         synchronize()
     events = prof.key_averages()
     syncs = sum(e.count for e in events if any(s in e.key for s in SYNC_EVENTS))
     calls = sum(e.count for e in events if e.key.startswith("aten::"))
-    print(f"\n== sampling {name}: {1000 * statistics.median(times) / args.tokens:.2f} ms/token "
-          f"(median of 3 x {args.tokens}), aten calls/token {calls / args.tokens:.0f}, "
-          f"host syncs/token {syncs / args.tokens:.2f}")
+    ms_per_token = 1000 / tokens_per_s
+    print(f"\n== sampling {name}: {ms_per_token:.2f} ms/token (median of {args.sample_repeats} x "
+          f"{args.sample_tokens}), {tokens_per_unit:.1f} tokens per <sent>, aten calls/token "
+          f"{calls / args.sample_tokens:.0f}, host syncs/token {syncs / args.sample_tokens:.2f}")
     print(events.table(sort_by="self_cpu_time_total", row_limit=args.rows, max_name_column_width=60))
     if device == "cuda":
         print(events.table(sort_by="self_cuda_time_total", row_limit=10, max_name_column_width=60))
-    return {"ms_per_token": 1000 * statistics.median(times) / args.tokens,
-            "aten_calls_per_token": calls / args.tokens, "syncs_per_token": syncs / args.tokens}
+    return {"ms_per_token": ms_per_token, "tokens_per_unit": tokens_per_unit,
+            "aten_calls_per_token": calls / args.sample_tokens, "syncs_per_token": syncs / args.sample_tokens}
 
 
 def train_rate(name: str, config_name: str, args, folder: Path) -> float:
@@ -113,7 +100,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--size", default="base")
     parser.add_argument("--vocab", type=int, default=50265 + 101)
     parser.add_argument("--models", nargs="+", default=["eric", "bart"])
-    parser.add_argument("--tokens", type=int, default=64)
+    parser.add_argument("--sample-tokens", type=int, default=64)
+    parser.add_argument("--sample-repeats", type=int, default=3)
+    parser.add_argument("--train-steps", type=int, default=20, help="plain bf16 steps before sampling (0: random)")
     parser.add_argument("--rows", type=int, default=15)
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=3)

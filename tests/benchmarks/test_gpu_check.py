@@ -28,3 +28,19 @@ def test_gpu_check_measures_both_models_and_reloads_on_cpu(tmp_path, capsys):
     eric, bart = figures["results"]["eric"], figures["results"]["bart"]
     assert eric["step_tflop"] > bart["step_tflop"]  # the sentence encoder and the state layers
     assert "ERIC/BART" in capsys.readouterr().out
+
+
+def test_gpu_profile_runs_on_cpu_and_counts_per_token(capsys):
+    import gpu_profile
+
+    figures = gpu_profile.main([
+        "--size", "tiny", "--vocab", "512", "--sample-tokens", "6", "--sample-repeats", "1", "--train-steps", "1",
+        "--steps", "1", "--warmup", "1", "--batch", "2", "--src", "16", "--tgt", "64", "--rows", "3",
+        "--configs", "zero0_autocast",
+    ])
+    for name in ("eric", "bart"):
+        sampling = figures["sampling"][name]
+        assert sampling["ms_per_token"] > 0 and sampling["tokens_per_unit"] > 0
+        assert sampling["aten_calls_per_token"] > 10  # the profiled call's operators, counted
+        assert figures["training"][f"{name}/zero0_autocast"] > 0
+    assert "== sampling eric" in capsys.readouterr().out
