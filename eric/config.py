@@ -270,7 +270,7 @@ class TrainParams(Section):
     """Both training stages (eric/train): DeepSpeed engine, schedule, budget, checkpoints.
     Field names match eric.train.loop.LoopSettings."""
 
-    deepspeed_config: str = "auto"  # auto: infra/deepspeed/cpu.json, or gpu_bf16_zero2.json on CUDA
+    deepspeed_config: str = "auto"  # auto: cpu.json; CUDA: gpu_bf16.json (1 rank) or gpu_bf16_zero2.json
     precision: Literal["auto", "fp32", "bf16"] = "auto"  # auto: bf16 where the hardware has it
     micro_batch_size: int = Field(8, ge=1)
     grad_accum_steps: int = Field(1, ge=1)

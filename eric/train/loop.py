@@ -48,7 +48,7 @@ from eric.train.runtime import prepare_environment
 class LoopSettings:
     """Engine knobs. `TrainParams` in params.yaml carries the same names."""
 
-    deepspeed_config: str = "auto"  # infra/deepspeed/cpu.json or gpu_bf16_zero2.json
+    deepspeed_config: str = "auto"  # infra/deepspeed/cpu.json, gpu_bf16.json or gpu_bf16_zero2.json
     precision: str = "auto"  # auto | fp32 | bf16
     micro_batch_size: int = 8
     grad_accum_steps: int = 1
