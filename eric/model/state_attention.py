@@ -10,7 +10,10 @@ D = 128), so at bart-base size the whole model gains only about 3% parameters.
 Keys are gathered at sentence-token positions only (a handful per text), so the
 layer costs two D-wide projections per token. With a cache (generation), each
 decoding step adds keys only when some row reads a sentence token, each row's to its
-own next slot (row-compact, like the gathered keys of a whole sequence).
+own next slot (row-compact, like the gathered keys of a whole sequence), and the cache
+holds them folded into d_model: q.k = h.(Wq^T k) + bq.k and Wo(sum a v) = sum a (Wo v)
+(the weights sum to 1), so a decoding step runs no query or output projection, only the
+attention over its row's few slots (equal to the unfolded layer to float rounding).
 """
 
 from __future__ import annotations
@@ -85,15 +88,18 @@ class StateAttentionCache:
     tokens, so a step attends over max(counts) slots (the units of the longest row), not
     over every step at which some row of the batch read a sentence token. Rows without a
     new key write into their first free slot, which stays masked until a key overwrites it.
+    Each layer keeps its keys and values folded with its own query and output projections
+    (`StateAttention.fold`): keys [B, capacity, H * d], key biases [B, capacity, H], values
+    [B, capacity, H * d].
     """
 
     def __init__(self, num_layers: int):
-        self.keys: list[torch.Tensor | None] = [None] * num_layers  # [B, capacity, D]
-        self.values: list[torch.Tensor | None] = [None] * num_layers
+        self.entries: list[tuple[torch.Tensor, ...] | None] = [None] * num_layers  # (keys, key bias, values)
+        self.step_masks: list[tuple | None] = [None] * num_layers  # per layer: (visibility, a step's inputs)
         self.positions: torch.Tensor | None = None  # [B, capacity] absolute positions
         self.counts: torch.Tensor | None = None  # [B] keys per row
         self.slots = 0  # max(counts)
-        self.uniform = True  # every row holds `slots` keys (no mask needed)
+        self.uniform = True  # every row holds `slots` keys (no visibility mask needed)
         self.dest: torch.Tensor | None = None  # [B, S] slots of the current chunk's new keys
         self.step_visibility: tuple | None = None  # (bias, has_key) of a one-token step, until keys are added
 
@@ -110,16 +116,39 @@ class StateAttentionCache:
         low, high = self.counts.aminmax()
         self.slots, self.uniform = int(high), bool(low == high)
         self.step_visibility = None
+        self.step_masks = [None] * len(self.step_masks)
 
-    def update(self, layer_idx: int, keys: torch.Tensor | None, values: torch.Tensor | None):
-        if keys is not None:
-            index = self.dest[..., None].expand(-1, -1, keys.shape[-1])
-            capacity = self.positions.shape[1]
-            self.keys[layer_idx] = fit(self.keys[layer_idx], capacity, keys, spare=False)
-            self.values[layer_idx] = fit(self.values[layer_idx], capacity, values, spare=False)
-            self.keys[layer_idx].scatter_(1, index, keys)
-            self.values[layer_idx].scatter_(1, index, values)
-        return self.keys[layer_idx][:, : self.slots], self.values[layer_idx][:, : self.slots]
+    def update(self, layer_idx: int, new: tuple[torch.Tensor, ...]) -> None:
+        """Write a layer's new folded entries (each [B, S, ...]) at the slots `add_slots` gave them."""
+        capacity = self.positions.shape[1]
+        held = self.entries[layer_idx] or (None,) * len(new)
+        grown = tuple(fit(old, capacity, x, spare=False) for old, x in zip(held, new))
+        for buffer, x in zip(grown, new):
+            buffer.scatter_(1, self.dest.view(*self.dest.shape, *(1,) * (x.dim() - 2)).expand_as(x), x)
+        self.entries[layer_idx] = grown
+        self.step_masks[layer_idx] = None
+
+    def attention_inputs(self, layer_idx: int, heads: int, visibility: torch.Tensor | None, length: int):
+        """(keys^T, values, additive mask) of a layer over its `slots` slots, for `length` queries:
+        [B, d, S], [B, S, d], [B, T, S] with one head, else [B, H, d, S], [B, H, S, d], [B, H, T, S].
+        A one-token step's are kept until keys are added (for the same visibility bias)."""
+        kept = self.step_masks[layer_idx] if length == 1 else None
+        if kept is not None and kept[0] is visibility:
+            return kept[1]
+        keys, key_bias, values = (x[:, : self.slots] for x in self.entries[layer_idx])
+        batch, slots = keys.shape[:2]
+        if heads == 1:
+            keys_t, mask = keys.transpose(1, 2).contiguous(), key_bias.transpose(1, 2)  # mask [B, 1, S]
+        else:
+            keys_t = keys.view(batch, slots, heads, -1).permute(0, 2, 3, 1).contiguous()
+            values = values.view(batch, slots, heads, -1).transpose(1, 2)
+            mask = key_bias.permute(0, 2, 1)[:, :, None, :]  # [B, H, 1, S]
+        if visibility is not None:  # [B, 1, T, S]
+            mask = mask + (visibility[:, 0] if heads == 1 else visibility)
+        inputs = (keys_t, values, mask.expand(*mask.shape[:-2], length, slots))
+        if length == 1:
+            self.step_masks[layer_idx] = (visibility, inputs)
+        return inputs
 
     def step_inputs(self, dtype: torch.dtype) -> tuple[torch.Tensor | None, torch.Tensor | None]:
         """(bias, has_key) of a one-token step: every row sees all of its keys; no mask when
@@ -135,7 +164,6 @@ class StateAttentionCache:
         """(bias, has_key) of a chunk of `length` queries starting at `past_length`."""
         valid = torch.arange(self.slots, device=self.counts.device)[None, :] < self.counts[:, None]
         return _visibility(self.positions[:, : self.slots], valid, past_length, length, dtype)
-
 
 
 @dataclass
@@ -198,16 +226,22 @@ class StateAttention(nn.Module):
     def forward(self, hidden: torch.Tensor, inputs: StateAttentionInputs, layer_idx: int = 0) -> torch.Tensor:
         if not inputs.active:
             return torch.zeros_like(hidden)
-        keys = values = None
+        source = None
         if inputs.new_keys is not None:
             index = inputs.new_keys.index[..., None].expand(-1, -1, hidden.shape[-1])
             source = hidden.gather(1, index)
-            keys, values = self.k_proj(source), self.v_proj(source)
         if inputs.cache is not None:
-            keys, values = inputs.cache.update(layer_idx, keys, values)
-        query, bias = self.q_proj(hidden), inputs.bias
-        if keys.dtype != query.dtype:  # bf16 autocast: the cache keeps what the projections gave
-            keys, values = keys.to(query.dtype), values.to(query.dtype)
+            out = self._attend_folded(hidden, inputs, layer_idx, source)
+        else:
+            out = self._attend(hidden, self.k_proj(source), self.v_proj(source), inputs.bias)
+        if inputs.has_key is None:
+            return out
+        # a query with no visible key (the prefix) gets zero, not a uniform average
+        return torch.where(inputs.has_key, out, torch.zeros_like(out))
+
+    def _attend(self, hidden, keys, values, bias):
+        """The layer as the paper writes it: project queries, attend, project the output."""
+        query = self.q_proj(hidden)
         if bias is not None and bias.dtype != query.dtype:
             bias = bias.to(query.dtype)
         out = F.scaled_dot_product_attention(
@@ -217,11 +251,40 @@ class StateAttention(nn.Module):
             attn_mask=bias,
             dropout_p=self.dropout if self.training else 0.0,
         )
-        out = self.out_proj(self._merge(out))
-        if inputs.has_key is None:
-            return out
-        # a query with no visible key (the prefix) gets zero, not a uniform average
-        return torch.where(inputs.has_key, out, torch.zeros_like(out))
+        return self.out_proj(self._merge(out))
+
+    def fold(self, source: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Sentence-token inputs [B, S, d] -> this layer's folded (keys [B, S, H * d], key bias
+        [B, S, H], values [B, S, H * d]): per head h, keys Wq_h^T k_h / sqrt(Dh), bias
+        bq_h . k_h / sqrt(Dh), values Wo_h v_h (Wo_h: the output projection's columns of head h)."""
+        batch, width, d = source.shape
+        heads, dh = self.num_heads, self.head_dim
+        k = self.k_proj(source).view(batch, width, heads, 1, dh)
+        v = self.v_proj(source).view(batch, width, heads, 1, dh)
+        scale = dh**-0.5
+        q_weight = self.q_proj.weight.view(heads, dh, d)  # rows of head h
+        keys = (k @ q_weight).view(batch, width, heads * d) * scale
+        key_bias = (k @ self.q_proj.bias.view(heads, dh, 1)).view(batch, width, heads) * scale
+        out_weight = self.out_proj.weight.view(d, heads, dh).transpose(0, 1).transpose(1, 2)  # [H, Dh, d]
+        values = (v @ out_weight).view(batch, width, heads * d)
+        return keys, key_bias, values
+
+    def _attend_folded(self, hidden, inputs: StateAttentionInputs, layer_idx: int, source):
+        """Attention over the cache's folded entries: the hidden states are the queries. Written
+        as matrix products, not scaled_dot_product_attention: over a handful of slots its fixed
+        cost per call is ~3x that of the three products (CPU, measured)."""
+        cache = inputs.cache
+        if source is not None:
+            cache.update(layer_idx, self.fold(source))
+        keys_t, values, mask = cache.attention_inputs(layer_idx, self.num_heads, inputs.bias, hidden.shape[1])
+        bias = self.out_proj.bias
+        if self.num_heads == 1:  # [B, T, d] x [B, d, S] -> [B, T, S]
+            probs = torch.softmax(torch.baddbmm(mask.to(hidden.dtype), hidden, keys_t.to(hidden.dtype)), dim=-1)
+            return torch.baddbmm(bias.to(probs.dtype), probs, values.to(probs.dtype))
+        scores = torch.matmul(hidden[:, None], keys_t.to(hidden.dtype)) + mask.to(hidden.dtype)  # [B, H, T, S]
+        probs = torch.softmax(scores, dim=-1)
+        out = torch.matmul(probs, values.to(probs.dtype))
+        return out.sum(1) + bias.to(out.dtype)
 
     def _heads(self, x: torch.Tensor) -> torch.Tensor:
         """[B, T, H * Dh] -> [B, H, T, Dh]; one head (the paper's setting): a view, no transpose."""

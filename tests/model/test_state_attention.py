@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from eric.model.state_attention import StateAttention, StateAttentionCache, StateAttentionInputs, StateKeys
@@ -112,7 +113,7 @@ def test_row_compact_cache_decodes_like_the_full_sequence_and_keeps_only_each_ro
             assert state.counts.tolist() == units.tolist()
             # slots = the longest row's units (5), not the 7 steps at which some row read <sent>
             assert state.slots == int(units.max()) == 5
-            assert state.keys[0].shape[0] == 3 and bool(state.positions[0, :5].eq(torch.tensor([2, 6, 9, 10, 17])).all())
+            assert state.entries[0][0].shape[0] == 3 and bool(state.positions[0, :5].eq(torch.tensor([2, 6, 9, 10, 17])).all())
 
 
 def test_uniform_rows_need_no_mask_and_give_the_same_output_as_a_zero_mask():
@@ -128,3 +129,28 @@ def test_uniform_rows_need_no_mask_and_give_the_same_output_as_a_zero_mask():
         assert inputs.bias is None and inputs.has_key is None and cache.slots == 2
         masked = StateAttentionInputs(None, torch.zeros(2, 1, 1, 2), None, cache, True)
         assert torch.equal(layer(hidden, masked), out)
+
+
+@pytest.mark.parametrize("heads, dtype, atol", [(1, torch.float32, 1e-6), (2, torch.float32, 1e-6),
+                                                (1, torch.bfloat16, 0.02), (2, torch.bfloat16, 0.02)])
+def test_folded_cache_equals_the_projected_layer_with_uneven_rows(heads, dtype, atol):
+    """The cache folds q/out projections into its keys and values: the same outputs, step by
+    step and after a chunk, as the layer over the whole sequence (float rounding aside; bf16:
+    a model cast whole, as DeepSpeed's bf16 mode does)."""
+    torch.manual_seed(0)
+    layer = StateAttention(d_model=16, state_dim=8, num_heads=heads).eval().to(dtype)
+    hidden = torch.randn(3, 10, 16, dtype=dtype)
+    is_sent = torch.zeros(3, 10, dtype=torch.bool)
+    is_sent[0, [1, 4, 5]] = True
+    is_sent[1, [6]] = True  # row 2 never reads <sent>: zero throughout
+    with torch.no_grad():
+        full = layer(hidden, StateAttentionInputs.build(is_sent, 0, dtype))
+        for first in (1, 5):
+            cache = StateAttentionCache(1)
+            outs = [layer(hidden[:, :first], StateAttentionInputs.build(is_sent[:, :first], 0, dtype, cache))]
+            for t in range(first, 10):
+                outs.append(layer(hidden[:, t : t + 1], StateAttentionInputs.build(is_sent[:, t : t + 1], t, dtype, cache)))
+            stepped = torch.cat(outs, 1)
+            assert stepped.dtype == dtype
+            torch.testing.assert_close(stepped.float(), full.float(), rtol=0, atol=atol)
+    assert torch.equal(full[2], torch.zeros(10, 16, dtype=dtype)) and full[1, 6:].abs().sum() > 0
