@@ -60,43 +60,52 @@ class EricGenerationOutput:
 
 
 class PlannerMemory:
-    """Generation-time inputs of the planner: running mean of the current unit, predictor K/V.
+    """Generation-time inputs of the planner: the decoder states read so far, the mean of the
+    current unit's, and the predictor's keys/values.
 
-    The predictor's keys/values are projected lazily, only when a unit is planned.
+    A step only appends its state; the unit means and the predictor's keys/values are
+    computed when a unit is planned, over the states appended since the last plan (a
+    plan every ~17 tokens, so a token costs no arithmetic here).
     """
 
     def __init__(self, batch: int, dim: int, device: torch.device, predictor=None):
-        self.unit_sum = torch.zeros(batch, dim, device=device)
         self.unit_start = torch.zeros(batch, dtype=torch.long, device=device)
         self.length = 0  # positions read so far
         self.predictor = predictor
         self.pending: list[torch.Tensor] = []
+        self.states = GrowingBuffer()  # [B, T, d] float32: every position read
         self.keys = GrowingBuffer()
         self.values = GrowingBuffer()
 
-    def context(self, dtype: torch.dtype) -> torch.Tensor:
-        count = (self.length - self.unit_start).clamp(min=1)
-        return (self.unit_sum / count[:, None]).to(dtype)
-
     def update(self, hidden: torch.Tensor, starts_unit: torch.Tensor, any_start: bool) -> None:
         """hidden [B, 1, d] of the token just read; a sentence token starts a new unit."""
-        h = hidden[:, 0].float()
         if any_start:
-            self.unit_sum = torch.where(starts_unit[:, None], h, self.unit_sum + h)
             self.unit_start = torch.where(starts_unit, self.length, self.unit_start)
-        else:
-            self.unit_sum.add_(h)
         self.length += 1
-        if self.predictor is not None:
-            self.pending.append(hidden)
+        self.pending.append(hidden)
+
+    def context(self, dtype: torch.dtype) -> torch.Tensor:
+        """q_{n-1}: each row's mean state over its current unit (positions >= its unit start)."""
+        states = self._flush()
+        in_unit = torch.arange(self.length, device=states.device)[None, :] >= self.unit_start[:, None]
+        total = torch.bmm(in_unit[:, None].to(states.dtype), states)[:, 0]
+        return (total / in_unit.sum(1, keepdim=True).clamp(min=1)).to(dtype)
 
     def key_values(self) -> tuple[torch.Tensor | None, torch.Tensor | None]:
-        if self.pending:
-            k, v = self.predictor.memory(torch.cat(self.pending, dim=1))
-            self.keys.append(k)
-            self.values.append(v)
-            self.pending = []
+        self._flush()
         return self.keys.view(), self.values.view()
+
+    def _flush(self) -> torch.Tensor:
+        """Move the pending states into the history (and the predictor's keys/values)."""
+        if self.pending:
+            new = torch.cat(self.pending, dim=1)
+            self.pending = []
+            self.states.append(new.float())
+            if self.predictor is not None:
+                k, v = self.predictor.memory(new)
+                self.keys.append(k)
+                self.values.append(v)
+        return self.states.view()
 
 
 class EricGenerationMixin:
