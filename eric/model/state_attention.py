@@ -259,9 +259,13 @@ class StateAttention(nn.Module):
         bq_h . k_h / sqrt(Dh), values Wo_h v_h (Wo_h: the output projection's columns of head h)."""
         batch, width, d = source.shape
         heads, dh = self.num_heads, self.head_dim
+        scale = dh**-0.5
+        if heads == 1:  # plain products (the paper's one head)
+            k = self.k_proj(source) * scale
+            values = F.linear(self.v_proj(source), self.out_proj.weight)
+            return k @ self.q_proj.weight, (k @ self.q_proj.bias)[..., None], values
         k = self.k_proj(source).view(batch, width, heads, 1, dh)
         v = self.v_proj(source).view(batch, width, heads, 1, dh)
-        scale = dh**-0.5
         q_weight = self.q_proj.weight.view(heads, dh, d)  # rows of head h
         keys = (k @ q_weight).view(batch, width, heads * d) * scale
         key_bias = (k @ self.q_proj.bias.view(heads, dh, 1)).view(batch, width, heads) * scale
