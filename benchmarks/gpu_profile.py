@@ -20,19 +20,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import torch
 from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gpu_check import build, collate, examples, generate, plain_loop, sampling_speed, synchronize  # noqa: E402
+from gpu_check import (  # noqa: E402
+    build, collate, deepspeed_loop, examples, generate, median_rate, plain_loop, sampling_speed, synchronize,
+)
 
-from eric.train.loop import LoopSettings, Trainer  # noqa: E402
 from eric.train.runtime import device_kind  # noqa: E402
 
 CONFIGS = {
@@ -72,27 +71,14 @@ def profile_sampling(name: str, args, bf16: bool) -> dict:
 
 
 def train_rate(name: str, config_name: str, args, folder: Path) -> float:
+    """Tokens/s of our Trainer with one recipe of CONFIGS (median of the steps after --warmup)."""
     path = folder / f"{config_name}.json"
     path.write_text(json.dumps({**CONFIGS[config_name], "steps_per_print": 10**9}))
-    data = examples(name, (args.steps + args.warmup) * args.batch, args)
-    settings = LoopSettings(micro_batch_size=args.batch, max_steps=args.steps + args.warmup,
-                            checkpoint_every=10**9, log_every=10**9, eval_at_start=False, length_grouping=False,
-                            progress=False, lr=1e-4, deepspeed_config=str(path), precision="bf16")
-    marks: list[float] = []
-
-    def mark(_trainer) -> None:
-        synchronize()
-        marks.append(time.perf_counter())
-
-    trainer = Trainer(build(name, args.size, args.vocab), settings, train_set=data, collate_fn=collate,
-                      checkpoint_dir=folder / f"{name}-{config_name}", on_step_end=mark)
-    synchronize()
-    marks.append(time.perf_counter())
-    trainer.fit()
-    seconds = [b - a for a, b in zip(marks, marks[1:])][args.warmup:]
+    run = argparse.Namespace(**{**vars(args), "steps": args.steps + args.warmup})
+    figures, trainer = deepspeed_loop(name, examples(name, run.steps * args.batch, args), run, folder, str(path))
     del trainer
     torch.cuda.empty_cache() if torch.cuda.is_available() else None
-    return args.batch * (args.src + args.tgt) / statistics.median(seconds)
+    return median_rate(figures["seconds"], args.warmup, args.batch * (args.src + args.tgt))
 
 
 def main(argv: list[str] | None = None) -> dict:
