@@ -28,6 +28,7 @@ class EricCache:
     attention: EncoderDecoderCache
     state: StateAttentionCache
     length: int = 0
+    reads_sent: bool | None = None  # set by generate for its next step: some row reads <sent> (no host sync)
 
     @classmethod
     def empty(cls, config: EricConfig) -> EricCache:
@@ -59,10 +60,14 @@ class EricDecoderLayer(BartDecoderLayer):
         hidden_states, _ = self.self_attn(hidden_states, cache=attention_cache, attention_mask=attention_mask)
         hidden_states = self._residual(residual, hidden_states, self.self_attn_layer_norm)
 
-        if hasattr(self, "state_attn"):
+        if hasattr(self, "state_attn") and self.training:
             residual = hidden_states
             hidden_states = self.state_attn(hidden_states, state_inputs, self.layer_idx)
             hidden_states = self._residual(residual, hidden_states, self.state_attn_layer_norm)
+        elif hasattr(self, "state_attn"):  # no dropout: the layer adds its input (one product less a step)
+            hidden_states = self.state_attn_layer_norm(
+                self.state_attn(hidden_states, state_inputs, self.layer_idx, add_input=True)
+            )
 
         residual = hidden_states
         hidden_states, _ = self.encoder_attn(
@@ -126,9 +131,11 @@ class EricDecoder(nn.Module):
         state_inputs = None
         if self.config.use_state_attention:
             state_cache = cache.state if cache is not None else None
-            state_inputs = StateAttentionInputs.build(is_sent, past, hidden.dtype, state_cache)
+            any_sent = cache.reads_sent if cache is not None and length == 1 else None
+            state_inputs = StateAttentionInputs.build(is_sent, past, hidden.dtype, state_cache, any_sent)
         if cache is not None:
             cache.length += length
+            cache.reads_sent = None
 
         for layer in self.layers:
             hidden = layer(hidden, self_mask, encoder_hidden_states, cross_mask, state_inputs, cache)

@@ -280,6 +280,7 @@ class _StepState:
     def decode(self, tokens, unit_embed, encoder_hidden, encoder_mask, reads_sent, any_sent) -> torch.Tensor:
         model = self.model
         if self.use_cache:
+            self.cache.reads_sent = any_sent
             hidden = model.decode(tokens[:, -1:], unit_embed, encoder_hidden, encoder_mask, self.cache)
             if self.memory is not None:
                 self.memory.update(hidden, reads_sent, any_sent)

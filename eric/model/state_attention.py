@@ -34,10 +34,12 @@ class StateKeys:
     valid: torch.Tensor  # [B, S] bool
 
     @classmethod
-    def from_sentence_mask(cls, is_sent: torch.Tensor, past_length: int = 0) -> StateKeys | None:
-        """Gather the sentence-token positions of a chunk; None when it has none."""
+    def from_sentence_mask(cls, is_sent: torch.Tensor, past_length: int = 0,
+                           any_sent: bool | None = None) -> StateKeys | None:
+        """Gather the sentence-token positions of a chunk; None when it has none. `any_sent`:
+        whether a one-token step has any (the caller knows it: saves a host sync a step)."""
         if is_sent.shape[1] == 1:  # a decoding step: one slot, valid where the row reads <sent>
-            if not bool(is_sent.any()):
+            if not (bool(is_sent.any()) if any_sent is None else any_sent):
                 return None
             index = torch.zeros_like(is_sent, dtype=torch.long)
             return cls(index, index + past_length, is_sent)
@@ -178,10 +180,11 @@ class StateAttentionInputs:
 
     @classmethod
     def build(
-        cls, is_sent: torch.Tensor, past_length: int, dtype: torch.dtype, cache: StateAttentionCache | None = None
+        cls, is_sent: torch.Tensor, past_length: int, dtype: torch.dtype, cache: StateAttentionCache | None = None,
+        any_sent: bool | None = None,
     ) -> StateAttentionInputs:
         """is_sent [B, T] of the current chunk, which starts at absolute position past_length."""
-        new_keys = StateKeys.from_sentence_mask(is_sent, past_length)
+        new_keys = StateKeys.from_sentence_mask(is_sent, past_length, any_sent)
         if cache is None:
             if new_keys is None:
                 return cls(None, None, None)
@@ -223,21 +226,26 @@ class StateAttention(nn.Module):
         self.v_proj = nn.Linear(d_model, state_dim)
         self.out_proj = nn.Linear(state_dim, d_model)
 
-    def forward(self, hidden: torch.Tensor, inputs: StateAttentionInputs, layer_idx: int = 0) -> torch.Tensor:
+    def forward(
+        self, hidden: torch.Tensor, inputs: StateAttentionInputs, layer_idx: int = 0, add_input: bool = False
+    ) -> torch.Tensor:
+        """The layer's output for queries `hidden` [B, T, d]; with `add_input`, hidden + output (the
+        residual, which the cached path folds into its last product)."""
         if not inputs.active:
-            return torch.zeros_like(hidden)
+            return hidden if add_input else torch.zeros_like(hidden)
         source = None
         if inputs.new_keys is not None:
             index = inputs.new_keys.index[..., None].expand(-1, -1, hidden.shape[-1])
             source = hidden.gather(1, index)
         if inputs.cache is not None:
-            out = self._attend_folded(hidden, inputs, layer_idx, source)
+            out = self._attend_folded(hidden, inputs, layer_idx, source, add_input)
         else:
             out = self._attend(hidden, self.k_proj(source), self.v_proj(source), inputs.bias)
+            out = out + hidden if add_input else out
         if inputs.has_key is None:
             return out
         # a query with no visible key (the prefix) gets zero, not a uniform average
-        return torch.where(inputs.has_key, out, torch.zeros_like(out))
+        return torch.where(inputs.has_key, out, hidden if add_input else torch.zeros_like(out))
 
     def _attend(self, hidden, keys, values, bias):
         """The layer as the paper writes it: project queries, attend, project the output."""
@@ -256,13 +264,14 @@ class StateAttention(nn.Module):
     def fold(self, source: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Sentence-token inputs [B, S, d] -> this layer's folded (keys [B, S, H * d], key bias
         [B, S, H], values [B, S, H * d]): per head h, keys Wq_h^T k_h / sqrt(Dh), bias
-        bq_h . k_h / sqrt(Dh), values Wo_h v_h (Wo_h: the output projection's columns of head h)."""
+        bq_h . k_h / sqrt(Dh), values Wo_h v_h + bo / H (Wo_h: the output projection's columns of head h;
+        a query's weights over the slots sum to 1, so the output bias rides in the values)."""
         batch, width, d = source.shape
         heads, dh = self.num_heads, self.head_dim
         scale = dh**-0.5
         if heads == 1:  # plain products (the paper's one head)
             k = self.k_proj(source) * scale
-            values = F.linear(self.v_proj(source), self.out_proj.weight)
+            values = self.out_proj(self.v_proj(source))  # its bias too: the weights of a query sum to 1
             return k @ self.q_proj.weight, (k @ self.q_proj.bias)[..., None], values
         k = self.k_proj(source).view(batch, width, heads, 1, dh)
         v = self.v_proj(source).view(batch, width, heads, 1, dh)
@@ -270,10 +279,10 @@ class StateAttention(nn.Module):
         keys = (k @ q_weight).view(batch, width, heads * d) * scale
         key_bias = (k @ self.q_proj.bias.view(heads, dh, 1)).view(batch, width, heads) * scale
         out_weight = self.out_proj.weight.view(d, heads, dh).transpose(0, 1).transpose(1, 2)  # [H, Dh, d]
-        values = (v @ out_weight).view(batch, width, heads * d)
+        values = (v @ out_weight + self.out_proj.bias / heads).view(batch, width, heads * d)  # heads' outputs add up
         return keys, key_bias, values
 
-    def _attend_folded(self, hidden, inputs: StateAttentionInputs, layer_idx: int, source):
+    def _attend_folded(self, hidden, inputs: StateAttentionInputs, layer_idx: int, source, add_input: bool):
         """Attention over the cache's folded entries: the hidden states are the queries. Written
         as matrix products, not scaled_dot_product_attention: over a handful of slots its fixed
         cost per call is ~3x that of the three products (CPU, measured)."""
@@ -281,14 +290,15 @@ class StateAttention(nn.Module):
         if source is not None:
             cache.update(layer_idx, self.fold(source))
         keys_t, values, mask = cache.attention_inputs(layer_idx, self.num_heads, inputs.bias, hidden.shape[1])
-        bias = self.out_proj.bias
-        if self.num_heads == 1:  # [B, T, d] x [B, d, S] -> [B, T, S]
-            probs = torch.softmax(torch.baddbmm(mask.to(hidden.dtype), hidden, keys_t.to(hidden.dtype)), dim=-1)
-            return torch.baddbmm(bias.to(probs.dtype), probs, values.to(probs.dtype))
-        scores = torch.matmul(hidden[:, None], keys_t.to(hidden.dtype)) + mask.to(hidden.dtype)  # [B, H, T, S]
+        dtype = hidden.dtype
+        if self.num_heads == 1:  # [B, T, d] x [B, d, S] -> [B, T, S] -> [B, T, d]
+            probs = torch.softmax(torch.baddbmm(mask.to(dtype), hidden, keys_t.to(dtype)), dim=-1)
+            values = values.to(probs.dtype)
+            return torch.baddbmm(hidden.to(probs.dtype), probs, values) if add_input else torch.bmm(probs, values)
+        scores = torch.matmul(hidden[:, None], keys_t.to(dtype)) + mask.to(dtype)  # [B, H, T, S]
         probs = torch.softmax(scores, dim=-1)
-        out = torch.matmul(probs, values.to(probs.dtype))
-        return out.sum(1) + bias.to(out.dtype)
+        out = torch.matmul(probs, values.to(probs.dtype)).sum(1)
+        return out + hidden if add_input else out
 
     def _heads(self, x: torch.Tensor) -> torch.Tensor:
         """[B, T, H * Dh] -> [B, H, T, Dh]; one head (the paper's setting): a view, no transpose."""

@@ -154,3 +154,22 @@ def test_folded_cache_equals_the_projected_layer_with_uneven_rows(heads, dtype, 
             assert stepped.dtype == dtype
             torch.testing.assert_close(stepped.float(), full.float(), rtol=0, atol=atol)
     assert torch.equal(full[2], torch.zeros(10, 16, dtype=dtype)) and full[1, 6:].abs().sum() > 0
+
+
+def test_add_input_is_the_residual_sum_and_leaves_keyless_queries_unchanged():
+    """Eval and generation fuse the residual into the layer (`add_input`): hidden + output,
+    exactly the input where a query sees no key."""
+    torch.manual_seed(0)
+    layer = StateAttention(d_model=16, state_dim=8).eval()
+    hidden = torch.randn(2, 6, 16)
+    is_sent = torch.zeros(2, 6, dtype=torch.bool)
+    is_sent[0, [2, 4]] = True
+    with torch.no_grad():
+        inputs = StateAttentionInputs.build(is_sent, 0, hidden.dtype)
+        assert torch.equal(layer(hidden, inputs, add_input=True), hidden + layer(hidden, inputs))
+        cache = StateAttentionCache(1)
+        stepped = [layer(hidden[:, t : t + 1], StateAttentionInputs.build(is_sent[:, t : t + 1], t, hidden.dtype, cache),
+                         add_input=True) for t in range(6)]
+    stepped = torch.cat(stepped, 1)
+    torch.testing.assert_close(stepped, hidden + layer(hidden, inputs), rtol=0, atol=1e-6)
+    assert torch.equal(stepped[0, :2], hidden[0, :2]) and torch.equal(stepped[1], hidden[1])  # no key yet / ever
