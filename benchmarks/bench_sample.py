@@ -17,7 +17,10 @@ is the earlier fixed bias for both models, log(V / 16) (P = 1/17 under uniform
 logits; random logits are not uniform, so ERIC opens a unit about every 8 tokens,
 twice the real rate, and plans twice as often). ERIC plans an entity and a state at
 each unit, so more units are harder on ERIC. Tokens/s = generated stage-one tokens /
-seconds; `tok/unit` = ERIC's generated tokens per unit in the timed runs.
+seconds; `tok/unit` = ERIC's generated tokens per unit in the timed runs; `ops/token` and
+`syncs/token` = operators and host syncs dispatched per generated token in one more,
+untimed call (benchmarks/op_count.py: what a decoding step at this size is bound by, and
+what no host noise moves).
 Goal (issue 17): ERIC / BART >= 0.95 at both batch sizes.
 
 Stage overhead (`--stage`, on by default): what `stages/sample.py` does around the
@@ -56,6 +59,7 @@ from eric.generate.sampler import SamplingOptions, sample_stage_one, sample_stor
 from eric.generate.schema import write_samples
 from eric.model.variants import build_model
 from eric.train.mentions import build_mentions_model
+from op_count import OpCounter
 
 DATA = PROJECT_ROOT / "data" / "processed" / "stage_one"
 UNIT_LENGTH = 17
@@ -176,6 +180,18 @@ def stage_overhead(size: str, eric, tokenizer, inputs: list[str], runs: int, new
           f"loading both models {part['load']:.2f}s apart")
 
 
+def count_operators(models: dict, tokenizer, inputs: list[str], options) -> tuple[dict, dict]:
+    """Operators and host syncs per generated token of one untimed sampling call of each model
+    (benchmarks/op_count.py: a proxy no host noise moves)."""
+    ops, syncs = {}, {}
+    for variant, m in models.items():
+        with OpCounter() as counter:
+            samples = sample_stage_one(m, tokenizer, inputs, options)
+        tokens = sum(s.tokens for s in samples)
+        ops[variant], syncs[variant] = counter.total / tokens, counter.syncs / tokens
+    return ops, syncs
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", default="tiny", choices=["tiny", "base"])
@@ -201,7 +217,7 @@ def main() -> None:
     print(f"{args.size} preset, vocab {len(tokenizer)}, {args.new_tokens} new tokens, top-p 0.9, "
           f"{args.threads} threads, {args.clock} clock, median of {args.runs}, unit rate {args.unit_rate}")
     print(f"{'batch':>5} {'inputs':>6} {'ERIC tok/s':>11} {'BART tok/s':>11} {'units/text':>10} {'tok/unit':>8} "
-          f"{'ratio':>6}")
+          f"{'ratio':>6} {'ops/token E/B':>14} {'syncs/token E/B':>16}")
     for batch, n in ((8, 16), (1, 4)):
         options = SamplingOptions(batch_size=batch, max_length=args.new_tokens, progress=False, seed=1)
         speeds: dict[str, list[float]] = {v: [] for v in models}
@@ -215,8 +231,9 @@ def main() -> None:
                     units = statistics.mean(len(s.unit_entities) for s in samples)
                     tokens = statistics.mean(s.tokens for s in samples)
         eric, bart = (statistics.median(speeds[v]) for v in ("eric", "bart"))
+        ops, syncs = count_operators(models, tokenizer, inputs[:n], options)
         print(f"{batch:>5} {n:>6} {eric:>11.0f} {bart:>11.0f} {units:>10.1f} {tokens / max(units, 1):>8.1f} "
-              f"{eric / bart:>6.3f}")
+              f"{eric / bart:>6.3f} {ops['eric']:>6.0f} / {ops['bart']:<5.0f} {syncs['eric']:>7.2f} / {syncs['bart']:<6.2f}")
     if args.stage:
         stage_overhead(args.size, models["eric"], tokenizer, inputs, args.runs, args.new_tokens, clock)
 
