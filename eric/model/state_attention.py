@@ -90,13 +90,14 @@ class StateAttentionCache:
     tokens, so a step attends over max(counts) slots (the units of the longest row), not
     over every step at which some row of the batch read a sentence token. Rows without a
     new key write into their first free slot, which stays masked until a key overwrites it.
-    Each layer keeps its keys and values folded with its own query and output projections
-    (`StateAttention.fold`): keys [B, capacity, H * d], key biases [B, capacity, H], values
-    [B, capacity, H * d].
+    Each layer keeps one entry per slot, [keys H * d | values H * d | key biases H], folded
+    with its own query and output projections by one linear map (`StateAttention.fold_map`,
+    built once per cache, i.e. per `generate` call).
     """
 
     def __init__(self, num_layers: int):
-        self.entries: list[tuple[torch.Tensor, ...] | None] = [None] * num_layers  # (keys, key bias, values)
+        self.entries: list[torch.Tensor | None] = [None] * num_layers  # [B, capacity, 2 H d + H]
+        self.fold_maps: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * num_layers  # (weight, bias)
         self.step_masks: list[tuple | None] = [None] * num_layers  # per layer: (visibility, a step's inputs)
         self.positions: torch.Tensor | None = None  # [B, capacity] absolute positions
         self.counts: torch.Tensor | None = None  # [B] keys per row
@@ -120,30 +121,30 @@ class StateAttentionCache:
         self.step_visibility = None
         self.step_masks = [None] * len(self.step_masks)
 
-    def update(self, layer_idx: int, new: tuple[torch.Tensor, ...]) -> None:
-        """Write a layer's new folded entries (each [B, S, ...]) at the slots `add_slots` gave them."""
-        capacity = self.positions.shape[1]
-        held = self.entries[layer_idx] or (None,) * len(new)
-        grown = tuple(fit(old, capacity, x, spare=False) for old, x in zip(held, new))
-        for buffer, x in zip(grown, new):
-            buffer.scatter_(1, self.dest.view(*self.dest.shape, *(1,) * (x.dim() - 2)).expand_as(x), x)
-        self.entries[layer_idx] = grown
+    def update(self, layer_idx: int, new: torch.Tensor) -> None:
+        """Write a layer's new folded entries [B, S, E] at the slots `add_slots` gave them."""
+        entries = fit(self.entries[layer_idx], self.positions.shape[1], new, spare=False)
+        entries.scatter_(1, self.dest[..., None].expand_as(new), new)
+        self.entries[layer_idx] = entries
         self.step_masks[layer_idx] = None
 
     def attention_inputs(self, layer_idx: int, heads: int, visibility: torch.Tensor | None, length: int):
         """(keys^T, values, additive mask) of a layer over its `slots` slots, for `length` queries:
-        [B, d, S], [B, S, d], [B, T, S] with one head, else [B, H, d, S], [B, H, S, d], [B, H, T, S].
-        A one-token step's are kept until keys are added (for the same visibility bias)."""
+        [B, d, S], [B, S, d], [B, T, S] with one head, else [B, H, d, S], [B, H, S, d], [B, H, T, S]
+        (views of the entries). A one-token step's are kept until keys are added (for the same
+        visibility bias)."""
         kept = self.step_masks[layer_idx] if length == 1 else None
         if kept is not None and kept[0] is visibility:
             return kept[1]
-        keys, key_bias, values = (x[:, : self.slots] for x in self.entries[layer_idx])
-        batch, slots = keys.shape[:2]
+        entries = self.entries[layer_idx][:, : self.slots]
+        batch, slots, width = entries.shape
+        d = (width - heads) // (2 * heads)
+        keys, values, key_bias = entries.split([heads * d, heads * d, heads], dim=-1)
         if heads == 1:
-            keys_t, mask = keys.transpose(1, 2).contiguous(), key_bias.transpose(1, 2)  # mask [B, 1, S]
+            keys_t, mask = keys.transpose(1, 2), key_bias.transpose(1, 2)  # mask [B, 1, S]
         else:
-            keys_t = keys.view(batch, slots, heads, -1).permute(0, 2, 3, 1).contiguous()
-            values = values.view(batch, slots, heads, -1).transpose(1, 2)
+            keys_t = keys.view(batch, slots, heads, d).permute(0, 2, 3, 1)
+            values = values.view(batch, slots, heads, d).transpose(1, 2)
             mask = key_bias.permute(0, 2, 1)[:, :, None, :]  # [B, H, 1, S]
         if visibility is not None:  # [B, 1, T, S]
             mask = mask + (visibility[:, 0] if heads == 1 else visibility)
@@ -261,26 +262,29 @@ class StateAttention(nn.Module):
         )
         return self.out_proj(self._merge(out))
 
-    def fold(self, source: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Sentence-token inputs [B, S, d] -> this layer's folded (keys [B, S, H * d], key bias
-        [B, S, H], values [B, S, H * d]): per head h, keys Wq_h^T k_h / sqrt(Dh), bias
-        bq_h . k_h / sqrt(Dh), values Wo_h v_h + bo / H (Wo_h: the output projection's columns of head h;
-        a query's weights over the slots sum to 1, so the output bias rides in the values)."""
-        batch, width, d = source.shape
-        heads, dh = self.num_heads, self.head_dim
+    def fold_map(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(weight, bias) of one linear map from a sentence-token input s [d] to its folded cache
+        entry [keys H * d | values H * d | key biases H]. Per head h (Dh wide, scale 1/sqrt(Dh)):
+        q_h . k_h = h . (Wq_h^T k_h) + bq_h . k_h with k_h = Wk_h s + bk_h, so the key is
+        scale Wq_h^T (Wk_h s + bk_h) and the key bias scale bq_h . (Wk_h s + bk_h); and
+        Wo (sum a v) + bo = sum a (Wo_h v_h + bo / H) summed over heads (a query's weights sum
+        to 1), so the value is Wo_h (Wv_h s + bv_h) + bo / H."""
+        heads, dh, d = self.num_heads, self.head_dim, self.q_proj.in_features
         scale = dh**-0.5
-        if heads == 1:  # plain products (the paper's one head)
-            k = self.k_proj(source) * scale
-            values = self.out_proj(self.v_proj(source))  # its bias too: the weights of a query sum to 1
-            return k @ self.q_proj.weight, (k @ self.q_proj.bias)[..., None], values
-        k = self.k_proj(source).view(batch, width, heads, 1, dh)
-        v = self.v_proj(source).view(batch, width, heads, 1, dh)
-        q_weight = self.q_proj.weight.view(heads, dh, d)  # rows of head h
-        keys = (k @ q_weight).view(batch, width, heads * d) * scale
-        key_bias = (k @ self.q_proj.bias.view(heads, dh, 1)).view(batch, width, heads) * scale
-        out_weight = self.out_proj.weight.view(d, heads, dh).transpose(0, 1).transpose(1, 2)  # [H, Dh, d]
-        values = (v @ out_weight + self.out_proj.bias / heads).view(batch, width, heads * d)  # heads' outputs add up
-        return keys, key_bias, values
+        wq, wk, wv = (p.weight.view(heads, dh, d) for p in (self.q_proj, self.k_proj, self.v_proj))
+        bq, bk, bv = (p.bias.view(heads, dh, 1) for p in (self.q_proj, self.k_proj, self.v_proj))
+        wo = self.out_proj.weight.view(d, heads, dh).transpose(0, 1)  # [H, d, Dh]
+        weight = torch.cat([
+            (scale * wq.transpose(1, 2) @ wk).reshape(heads * d, d),  # keys
+            (wo @ wv).reshape(heads * d, d),  # values
+            scale * (bq.transpose(1, 2) @ wk)[:, 0],  # key biases
+        ])
+        bias = torch.cat([
+            (scale * wq.transpose(1, 2) @ bk).reshape(-1),
+            ((wo @ bv)[..., 0] + self.out_proj.bias / heads).reshape(-1),
+            scale * (bq * bk).sum((1, 2)),
+        ])
+        return weight, bias
 
     def _attend_folded(self, hidden, inputs: StateAttentionInputs, layer_idx: int, source, add_input: bool):
         """Attention over the cache's folded entries: the hidden states are the queries. Written
@@ -288,7 +292,9 @@ class StateAttention(nn.Module):
         cost per call is ~3x that of the three products (CPU, measured)."""
         cache = inputs.cache
         if source is not None:
-            cache.update(layer_idx, self.fold(source))
+            if cache.fold_maps[layer_idx] is None:  # built once per generate call, from the weights now
+                cache.fold_maps[layer_idx] = self.fold_map()
+            cache.update(layer_idx, F.linear(source, *cache.fold_maps[layer_idx]))
         keys_t, values, mask = cache.attention_inputs(layer_idx, self.num_heads, inputs.bias, hidden.shape[1])
         dtype = hidden.dtype
         if self.num_heads == 1:  # [B, T, d] x [B, d, S] -> [B, T, S] -> [B, T, d]

@@ -113,7 +113,7 @@ def test_row_compact_cache_decodes_like_the_full_sequence_and_keeps_only_each_ro
             assert state.counts.tolist() == units.tolist()
             # slots = the longest row's units (5), not the 7 steps at which some row read <sent>
             assert state.slots == int(units.max()) == 5
-            assert state.entries[0][0].shape[0] == 3 and bool(state.positions[0, :5].eq(torch.tensor([2, 6, 9, 10, 17])).all())
+            assert state.entries[0].shape[0] == 3 and bool(state.positions[0, :5].eq(torch.tensor([2, 6, 9, 10, 17])).all())
 
 
 def test_uniform_rows_need_no_mask_and_give_the_same_output_as_a_zero_mask():
