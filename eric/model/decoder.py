@@ -60,14 +60,14 @@ class EricDecoderLayer(BartDecoderLayer):
         hidden_states, _ = self.self_attn(hidden_states, cache=attention_cache, attention_mask=attention_mask)
         hidden_states = self._residual(residual, hidden_states, self.self_attn_layer_norm)
 
-        if hasattr(self, "state_attn") and self.training:
-            residual = hidden_states
-            hidden_states = self.state_attn(hidden_states, state_inputs, self.layer_idx)
-            hidden_states = self._residual(residual, hidden_states, self.state_attn_layer_norm)
-        elif hasattr(self, "state_attn"):  # no dropout: the layer adds its input (one product less a step)
-            hidden_states = self.state_attn_layer_norm(
-                self.state_attn(hidden_states, state_inputs, self.layer_idx, add_input=True)
-            )
+        if hasattr(self, "state_attn"):
+            if self.training:
+                residual = hidden_states
+                hidden_states = self.state_attn(hidden_states, state_inputs, self.layer_idx)
+                hidden_states = self._residual(residual, hidden_states, self.state_attn_layer_norm)
+            else:  # no dropout: the layer adds its input itself (one product less a step)
+                hidden_states = self.state_attn(hidden_states, state_inputs, self.layer_idx, add_input=True)
+                hidden_states = self.state_attn_layer_norm(hidden_states)
 
         residual = hidden_states
         hidden_states, _ = self.encoder_attn(
@@ -131,7 +131,7 @@ class EricDecoder(nn.Module):
         state_inputs = None
         if self.config.use_state_attention:
             state_cache = cache.state if cache is not None else None
-            any_sent = cache.reads_sent if cache is not None and length == 1 else None
+            any_sent = cache.reads_sent if cache is not None else None  # read for one-token steps only
             state_inputs = StateAttentionInputs.build(is_sent, past, hidden.dtype, state_cache, any_sent)
         if cache is not None:
             cache.length += length

@@ -35,7 +35,7 @@ from transformers.generation import (
 from transformers.masking_utils import create_bidirectional_mask
 
 from eric.model.decoder import EricCache
-from eric.model.state_attention import GrowingBuffer
+from eric.model.state_attention import fit
 from eric.model.units import UnitLayout
 
 NO_UNIT = -100
@@ -59,6 +59,23 @@ class EricGenerationOutput:
         return pairs
 
 
+class GrowingBuffer:
+    """A [B, n, ...] tensor that grows along dim 1; appends copy only the new part (amortized)."""
+
+    def __init__(self):
+        self.data: torch.Tensor | None = None
+        self.length = 0
+
+    def append(self, x: torch.Tensor) -> None:
+        n = x.shape[1]
+        self.data = fit(self.data, self.length + n, x)
+        self.data[:, self.length : self.length + n] = x
+        self.length += n
+
+    def view(self) -> torch.Tensor | None:
+        return None if self.data is None else self.data[:, : self.length]
+
+
 class PlannerMemory:
     """Generation-time inputs of the planner: the decoder states read so far, the mean of the
     current unit's, and the predictor's keys/values.
@@ -68,7 +85,7 @@ class PlannerMemory:
     plan every ~17 tokens, so a token costs no arithmetic here).
     """
 
-    def __init__(self, batch: int, dim: int, device: torch.device, predictor=None):
+    def __init__(self, batch: int, device: torch.device, predictor=None):
         self.unit_start = torch.zeros(batch, dtype=torch.long, device=device)
         self.length = 0  # positions read so far
         self.predictor = predictor
@@ -273,7 +290,7 @@ class _StepState:
         self.predictor = getattr(model, "state_predictor", None)
         self.cache = EricCache.empty(model.config) if use_cache else None
         plans = use_cache and model.config.use_entity  # a model that plans no entity needs no planner memory
-        self.memory = PlannerMemory(batch, model.config.d_model, device, self.predictor) if plans else None
+        self.memory = PlannerMemory(batch, device, self.predictor) if plans else None
         self.unit_embeds: torch.Tensor | None = None  # no-cache path: every position's entity input
         self.hidden: torch.Tensor | None = None  # no-cache path: last full pass
 

@@ -65,24 +65,6 @@ def fit(buffer: torch.Tensor | None, needed: int, like: torch.Tensor, spare: boo
     return grown
 
 
-class GrowingBuffer:
-    """A [B, n, ...] tensor that grows along dim 1; appends copy only the new part (amortized)."""
-
-    def __init__(self):
-        self.data: torch.Tensor | None = None
-        self.length = 0
-
-    def append(self, x: torch.Tensor) -> torch.Tensor:
-        n = x.shape[1]
-        self.data = fit(self.data, self.length + n, x)
-        self.data[:, self.length : self.length + n] = x
-        self.length += n
-        return self.view()
-
-    def view(self) -> torch.Tensor | None:
-        return None if self.data is None else self.data[:, : self.length]
-
-
 class StateAttentionCache:
     """Per-layer state-attention keys/values of the positions decoded so far (generation).
 
