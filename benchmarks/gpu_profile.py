@@ -10,8 +10,9 @@ Companion of gpu_check.py (same synthetic batches and models), for diagnosis:
              per token and new tokens per <sent>, then one profiled call: host syncs
              (cudaStreamSynchronize, device-to-host copies) per token and the heaviest
              operators by host time
-  training   our Trainer's tokens/s with each DeepSpeed recipe in --configs (ZeRO stage and
-             precision; `zero0_autocast` is fp32 weights with bf16 autocast, like a plain loop)
+  training   our Trainer's tokens/s with each DeepSpeed recipe in --configs: infra/deepspeed's
+             gpu_bf16_zero2.json (`zero2_bf16`) and gpu_bf16.json (`zero0_autocast`: fp32
+             weights with bf16 autocast, like a plain loop), and the first at ZeRO 1 and 0
 
 On CPU it runs at a toy size (the test does), without device tables.
 """
@@ -32,14 +33,15 @@ from gpu_check import (  # noqa: E402
     build, collate, deepspeed_loop, examples, generate, median_rate, plain_loop, sampling_speed, synchronize,
 )
 
+from eric.train.ds_config import read_config  # noqa: E402
 from eric.train.runtime import device_kind  # noqa: E402
 
+ZERO2 = read_config("infra/deepspeed/gpu_bf16_zero2.json")  # the project's recipes, and two stages between
 CONFIGS = {
-    "zero2_bf16": {"bf16": {"enabled": True}, "zero_optimization": {"stage": 2, "overlap_comm": True,
-                                                                     "contiguous_gradients": True}},
-    "zero1_bf16": {"bf16": {"enabled": True}, "zero_optimization": {"stage": 1}},
-    "zero0_bf16": {"bf16": {"enabled": True}, "zero_optimization": {"stage": 0}},
-    "zero0_autocast": {"torch_autocast": {"enabled": True, "dtype": "bfloat16"}, "zero_optimization": {"stage": 0}},
+    "zero2_bf16": ZERO2,
+    "zero1_bf16": {**ZERO2, "zero_optimization": {"stage": 1}},
+    "zero0_bf16": {**ZERO2, "zero_optimization": {"stage": 0}},
+    "zero0_autocast": read_config("infra/deepspeed/gpu_bf16.json"),
 }
 SYNC_EVENTS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "Memcpy DtoH", "cudaMemcpy ")
 
@@ -73,7 +75,7 @@ def profile_sampling(name: str, args, bf16: bool) -> dict:
 def train_rate(name: str, config_name: str, args, folder: Path) -> float:
     """Tokens/s of our Trainer with one recipe of CONFIGS (median of the steps after --warmup)."""
     path = folder / f"{config_name}.json"
-    path.write_text(json.dumps({**CONFIGS[config_name], "steps_per_print": 10**9}))
+    path.write_text(json.dumps(CONFIGS[config_name]))
     run = argparse.Namespace(**{**vars(args), "steps": args.steps + args.warmup})
     figures, trainer = deepspeed_loop(name, examples(name, run.steps * args.batch, args), run, folder, str(path))
     del trainer
