@@ -147,16 +147,22 @@ def sentence_encoder_step(model, optimizer, batch, bf16: bool) -> float:
     return CLOCK() - start
 
 
-def sample(model, batch_size: int, tokens: int, source: torch.Tensor, seed: int) -> float:
-    inputs = source[:batch_size]
-    start = CLOCK()
-    if isinstance(model, EricForConditionalGeneration):
-        model.generate(inputs, max_new_tokens=tokens, min_new_tokens=tokens, top_p=0.9,
-                       generator=torch.Generator().manual_seed(seed))
-    else:
+def generate(model, source: torch.Tensor, tokens: int, seed: int = 0, bf16: bool = False) -> torch.Tensor:
+    """Exactly `tokens` new tokens a row (top-p 0.9, KV cache; bf16 autocast if asked), by ERIC's
+    `generate` or transformers' for BART: the sequences."""
+    device = source.device.type
+    with torch.autocast(device, dtype=torch.bfloat16, enabled=bf16), torch.no_grad():
+        if isinstance(model, EricForConditionalGeneration):
+            return model.generate(source, max_new_tokens=tokens, min_new_tokens=tokens, top_p=0.9,
+                                  generator=torch.Generator(device=device).manual_seed(seed)).sequences
         torch.manual_seed(seed)
-        model.generate(inputs, do_sample=True, top_p=0.9, top_k=0, max_new_tokens=tokens,
-                       min_new_tokens=tokens, num_beams=1)
+        return model.generate(source, do_sample=True, top_p=0.9, top_k=0, max_new_tokens=tokens,
+                              min_new_tokens=tokens, num_beams=1)
+
+
+def sample(model, batch_size: int, tokens: int, source: torch.Tensor, seed: int) -> float:
+    start = CLOCK()
+    generate(model, source[:batch_size], tokens, seed)
     return batch_size * tokens / (CLOCK() - start)
 
 

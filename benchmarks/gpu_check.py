@@ -48,7 +48,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from transformers import BartForConditionalGeneration
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_model import SENT, bart_config, eric_config, synthetic_batch  # noqa: E402
+from bench_model import SENT, bart_config, eric_config, generate, synthetic_batch  # noqa: E402
 
 from eric.model import EricForConditionalGeneration  # noqa: E402
 from eric.train.engine import build_optimizer  # noqa: E402
@@ -153,18 +153,6 @@ def deepspeed_loop(name: str, data: list[dict], args, folder: Path, config: str 
     return {"seconds": [b - a for a, b in zip(marks, marks[1:])], "peak_gib": peak_gib()}, trainer
 
 
-def generate(model, source: torch.Tensor, tokens: int, bf16: bool) -> torch.Tensor:
-    """Exactly `tokens` new tokens a row (top-p 0.9, KV cache, bf16 autocast on CUDA): the sequences."""
-    device = source.device.type
-    with torch.autocast(device, dtype=torch.bfloat16, enabled=bf16), torch.no_grad():
-        if isinstance(model, EricForConditionalGeneration):
-            return model.generate(source, max_new_tokens=tokens, min_new_tokens=tokens, top_p=0.9,
-                                  generator=torch.Generator(device=device).manual_seed(0)).sequences
-        torch.manual_seed(0)
-        return model.generate(source, do_sample=True, top_p=0.9, top_k=0, max_new_tokens=tokens,
-                              min_new_tokens=tokens, num_beams=1)
-
-
 def sampling_speed(model, batch_size: int, args, bf16: bool) -> tuple[float, float]:
     """(new tokens/s, new tokens per <sent>) of `generate` at one batch size: the median of
     --sample-repeats calls after one warm-up call of the same length."""
@@ -174,7 +162,7 @@ def sampling_speed(model, batch_size: int, args, bf16: bool) -> tuple[float, flo
     def run() -> float:
         synchronize()
         start = time.perf_counter()
-        run.sequences = generate(model, source, args.sample_tokens, bf16)
+        run.sequences = generate(model, source, args.sample_tokens, bf16=bf16)
         synchronize()
         return time.perf_counter() - start
 
@@ -198,12 +186,8 @@ def reload_on_cpu(name: str, trainer: Trainer, data: list[dict], folder: Path) -
         for where in dict.fromkeys([device, "cpu"]):
             model = cls.from_pretrained(out, local_files_only=True).to(where).eval()
             losses[where] = model(**{k: v.to(where) for k, v in batch.items()}).loss.item()
-        tokens, source = 8, batch["input_ids"][:1]
-        if name == "eric":
-            sample = model.generate(source, max_new_tokens=tokens, min_new_tokens=tokens, top_p=0.9).sequences
-        else:
-            sample = model.generate(source, do_sample=True, top_p=0.9, max_new_tokens=tokens,
-                                    min_new_tokens=tokens, num_beams=1)
+        tokens = 8
+        sample = generate(model, batch["input_ids"][:1], tokens)
     close = lambda a, b, rel: abs(a - b) <= rel * max(1.0, abs(a))  # noqa: E731
     return {"trained_loss": losses["trained"], "device_loss": losses[device], "cpu_loss": losses["cpu"],
             "loss_ok": close(losses[device], losses["cpu"], 1e-3) and close(losses["trained"], losses["cpu"], 5e-2),

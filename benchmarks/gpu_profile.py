@@ -29,8 +29,9 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_model import generate  # noqa: E402
 from gpu_check import (  # noqa: E402
-    build, collate, deepspeed_loop, examples, generate, median_rate, plain_loop, sampling_speed, synchronize,
+    build, collate, deepspeed_loop, examples, median_rate, plain_loop, sampling_speed, synchronize,
 )
 
 from eric.train.ds_config import read_config  # noqa: E402
@@ -56,7 +57,7 @@ def profile_sampling(name: str, args, bf16: bool) -> dict:
     source = collate(examples("bart", 1, args))["input_ids"].to(device)
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
     with profile(activities=activities) as prof:
-        generate(model, source, args.sample_tokens, bf16)
+        generate(model, source, args.sample_tokens, bf16=bf16)
         synchronize()
     events = prof.key_averages()
     syncs = sum(e.count for e in events if any(s in e.key for s in SYNC_EVENTS))
