@@ -191,7 +191,7 @@ class StateSpaceParams(Section):
     AUTO_RECIPE["random"] from random weights, AUTO_RECIPE["pretrained"] from `model.init`."""
 
     recipe: Literal["auto", "paper", "legacy", "kmeans", "dead_codes", "ema", "entropy", "centered",
-                    "remedied"] = "auto"
+                    "remedied", "decoupled"] = "auto"
     codebook_init_std: float | None = Field(None, gt=0)  # null: BART's init_std (0.02, the code)
     codebook_gradient: Literal["dense", "selected"] | None = None  # dense: the code's cosine path
     sentence_encoder_embeddings: Literal["own", "shared"] | None = None  # own: the code's copy
@@ -202,6 +202,8 @@ class StateSpaceParams(Section):
     ema_decay: float | None = Field(None, ge=0, lt=1)  # 0: off (L_CL trains the codebook)
     entropy_weight: float | None = Field(None, ge=0)  # 0: off
     event_norm: Literal["none", "batch"] | None = None  # batch: e_n centred over the batch
+    event_gradient: Literal["all", "lm", "contrastive", "none"] | None = None  # which losses train e_n
+    predictor_residual: bool | None = None  # true: e^_n also reads its query directly
 
     def effective_recipe(self, init: str | None = None) -> str:
         """The recipe in force for a model started from `init` (a checkpoint dir or None)."""
@@ -229,7 +231,8 @@ def effective_recipe(recipe: str, init: str | None) -> str:
 RECIPES: dict[str, dict] = {
     "paper": dict(codebook_init_std=None, codebook_gradient="dense", sentence_encoder_embeddings="own",
                   decay_codebook_and_embeddings=False, init="random", init_events=1024,
-                  dead_code_steps=0, ema_decay=0.0, entropy_weight=0.0, event_norm="none"),
+                  dead_code_steps=0, ema_decay=0.0, entropy_weight=0.0, event_norm="none",
+                  event_gradient="all", predictor_residual=False),
     "legacy": dict(codebook_init_std=1.0, codebook_gradient="selected", sentence_encoder_embeddings="shared",
                    decay_codebook_and_embeddings=True),
     "kmeans": dict(init="kmeans"),
@@ -238,6 +241,10 @@ RECIPES: dict[str, dict] = {
     "entropy": dict(entropy_weight=1.0),
     "centered": dict(event_norm="batch"),
     "remedied": dict(init="kmeans", dead_code_steps=20, entropy_weight=1.0, event_norm="batch"),
+    # remedied + what lets L_CL learn (docs/state-space.md): only L_CL trains e_n, and the predictor
+    # reads its query (the planned entity) directly; use with model.detach_planner_inputs: true
+    "decoupled": dict(init="kmeans", dead_code_steps=20, entropy_weight=1.0, event_norm="batch",
+                      event_gradient="contrastive", predictor_residual=True),
 }
 
 

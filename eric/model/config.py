@@ -32,6 +32,14 @@ params.yaml's `model.state_space.recipe` names bundles of these (eric/config.py 
     entropy_weight         0 = off; weight of log K - H(mean soft assignment) in the loss
     event_norm             none (paper) | batch: e_n centred and scaled over the batch
                            (BatchNorm without affine) before normalizing
+  what trains e_n and what the predictor reads (docs/state-space.md, why L_CL stayed at chance):
+    event_gradient         all (paper and code): L_LM through the straight-through s_n and
+                           L_CL through c_n (also through the dense codebook path) train the
+                           sentence encoder; lm: only L_LM (c_n = normalize(sg(e_n) + s_n), the
+                           codebook still learns from L_CL); contrastive: only L_CL (the decoder
+                           reads sg(s_n)); none: neither (the sentence encoder stays as initialized)
+    predictor_residual     False (paper): e^_n is the attention's output only; True: plus a
+                           projection of its query q_{n-1} + E(p_n)
 
 Ablations remove exactly one mechanism each: `use_state_attention` (w/o StateAttn),
 `use_state` (w/o s_n: state input, state space, predictor, sentence encoder and
@@ -45,6 +53,8 @@ from huggingface_hub.dataclasses import strict
 from transformers import BartConfig
 
 NONE_CLASS = 0  # entity-planner class for "no entity"; class i+1 is placeholder <ei>
+# event_gradient: which losses train the sentence encoder's e_n
+EVENT_GRADIENTS = ("all", "lm", "contrastive", "none")
 
 
 @strict
@@ -78,6 +88,8 @@ class EricConfig(BartConfig):
     ema_decay: float | None = None
     entropy_weight: float | int = 0.0
     event_norm: str = "none"
+    event_gradient: str = "all"
+    predictor_residual: bool = False
 
     sent_token_id: int | None = None
     entity_token_ids: list[int] | None = None
@@ -94,7 +106,8 @@ class EricConfig(BartConfig):
         if self.tau <= 0 or self.entity_temperature <= 0:
             raise ValueError("tau and entity_temperature must be > 0")
         choices = {"codebook_gradient": ("dense", "selected"), "sentence_encoder_embeddings": ("own", "shared"),
-                   "state_init": ("random", "kmeans"), "event_norm": ("none", "batch")}
+                   "state_init": ("random", "kmeans"), "event_norm": ("none", "batch"),
+                   "event_gradient": EVENT_GRADIENTS}
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, not {getattr(self, name)!r}")
@@ -114,6 +127,16 @@ class EricConfig(BartConfig):
         for name, value in (("sent_token_id", self.sent_token_id), ("entity_token_ids", max(self.entity_token_ids or [0]))):
             if value is not None and not 0 <= value < self.vocab_size:
                 raise ValueError(f"{name} {value} is outside the vocabulary of {self.vocab_size}")
+
+    @property
+    def lm_trains_events(self) -> bool:
+        """L_LM's gradient reaches e_n through the straight-through s_n."""
+        return self.event_gradient in ("all", "lm")
+
+    @property
+    def contrastive_trains_events(self) -> bool:
+        """L_CL's gradient reaches e_n through c_n (and the dense codebook path)."""
+        return self.event_gradient in ("all", "contrastive")
 
     @property
     def needs_sentence_tokens(self) -> bool:

@@ -66,7 +66,7 @@ from eric.model.decoder import EricDecoder
 from eric.model.generation import EricGenerationMixin
 from eric.model.planner import EntityInput, EntityPlanner, StatePredictor
 from eric.model.sentence_encoder import SentenceEncoder
-from eric.model.state_space import StateSpace, usage_entropy_penalty
+from eric.model.state_space import StateSpace, straight_through_state, usage_entropy_penalty
 from eric.model.units import UnitLayout
 
 
@@ -206,7 +206,9 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
                 config.num_states, config.state_dim, gradient=config.codebook_gradient,
                 ema_decay=config.ema_decay, recent_events=config.state_buffer_size,
             )
-            self.state_predictor = StatePredictor(config.d_model, config.state_dim, config.state_attention_heads)
+            self.state_predictor = StatePredictor(
+                config.d_model, config.state_dim, config.state_attention_heads, residual=config.predictor_residual
+            )
             self.sentence_encoder = SentenceEncoder(config)
         self.post_init()
         self.copy_embeddings_to_sentence_encoder()
@@ -375,16 +377,20 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
         n = units.has_entity.shape[1]
         with_state = units.has_entity & (entity_positions >= 0)
         counted = torch.cat([with_state, torch.zeros_like(positions[:, n:], dtype=torch.bool)], dim=1)
-        quantized = self.state_space(events, counted=counted)
+        # what L_CL sees of e_n (c_n and the dense codebook path): with gradient only if it trains e_n
+        for_contrast = events if self.config.contrastive_trains_events else events.detach()
+        quantized = self.state_space(for_contrast, counted=counted)
+        # what the decoder reads: the state's value, L_LM's gradient copied to e_n only if it trains e_n
+        straight_through = straight_through_state(events, quantized.states, self.config.lm_trains_events)
 
-        units.events, units.states = events[:, :n], quantized.states[:, :n]
+        units.events, units.states = for_contrast[:, :n], quantized.states[:, :n]
         units.state_ids = torch.where(with_state, quantized.indices[:, :n], -1)
         units.cosines = quantized.cosines[:, :n][with_state]
         if use_negatives:
             found = negative_positions >= 0
-            joint = losses.joint_representation(events[:, n:], quantized.states[:, n:])
+            joint = losses.joint_representation(for_contrast[:, n:], quantized.states[:, n:])
             units.negatives = joint[found]
-        return with_state, quantized.straight_through[:, :n]
+        return with_state, straight_through[:, :n]
 
     def _unit_objectives(self, out: EricOutput, layout: UnitLayout, units: UnitInputs, entity_ids, hidden):
         context = layout.previous_unit_means(hidden)

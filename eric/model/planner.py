@@ -7,7 +7,11 @@ where q_{n-1} is the mean last-layer decoder state of unit n-1.
 
 `StatePredictor`: e^_n = normalize(Attn(Q = q_{n-1} + E(p_n), K/V = the last-layer
 states before the n-th sentence token)), in the state dimension D. Quantizing e^_n
-to the state space gives the state used at generation time.
+to the state space gives the state used at generation time. In the paper the query only
+weighs the prefix: what e^_n says is a mix of the prefix's values, so the planned entity
+reaches it only through where it attends. `residual=True` adds a projection of the query
+itself (W_r (q_{n-1} + E(p_n))), as every transformer block's residual does, so the entity
+and the previous unit reach e^_n directly (docs/state-space.md, "Why L_CL stayed at chance").
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ class EntityPlanner(nn.Module):
 
 
 class StatePredictor(nn.Module):
-    def __init__(self, d_model: int, state_dim: int, num_heads: int = 1):
+    def __init__(self, d_model: int, state_dim: int, num_heads: int = 1, residual: bool = False):
         super().__init__()
         self.num_heads = num_heads
         self.head_dim = state_dim // num_heads
@@ -52,6 +56,7 @@ class StatePredictor(nn.Module):
         self.k_proj = nn.Linear(d_model, state_dim)
         self.v_proj = nn.Linear(d_model, state_dim)
         self.out_proj = nn.Linear(state_dim, state_dim)
+        self.query_proj = nn.Linear(d_model, state_dim) if residual else None
 
     def memory(self, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Keys and values of decoder states [B, T, d] (cached step by step at generation)."""
@@ -75,7 +80,10 @@ class StatePredictor(nn.Module):
             out = out.squeeze(1)
         else:
             out = out.transpose(1, 2).reshape(*query.shape[:-1], -1)
-        return F.normalize(self.out_proj(out), dim=-1)
+        out = self.out_proj(out)
+        if self.query_proj is not None:
+            out = out + self.query_proj(query).to(out.dtype)
+        return F.normalize(out, dim=-1)
 
     def _heads(self, x: torch.Tensor) -> torch.Tensor:
         """[B, T, H * Dh] -> [B, H, T, Dh]; one head (the paper's setting): a view, no transpose."""

@@ -110,7 +110,7 @@ class StateSpace(nn.Module):
         else:
             states = vectors[indices]
         states = states.to(e.dtype)
-        straight_through = e + (states - e).detach()
+        straight_through = straight_through_state(e, states)
         if self.training and counted is not False:
             mask = torch.ones_like(indices, dtype=torch.bool) if counted is True else counted
             self._record(e.detach()[mask], indices[mask])
@@ -184,6 +184,14 @@ class StateSpace(nn.Module):
 
     def reset_usage(self) -> None:
         self.usage_counts.zero_()
+
+
+def straight_through_state(e: torch.Tensor, states: torch.Tensor, carries_gradient: bool = True) -> torch.Tensor:
+    """The state the decoder reads: the value of `states`; its gradient is copied to `e`
+    (Bengio et al. 2013) when `carries_gradient`, else it stops here (event_gradient lm/none)."""
+    if not carries_gradient:
+        return states.detach()
+    return e + (states - e).detach()
 
 
 def usage_perplexity(counts: torch.Tensor) -> float:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import Callable
 
 from eric.world.names import FIRST_NAMES, ITEMS, PLACES, SURNAMES
 from eric.world.phrasings import PLACEHOLDER, render_event, render_scene, tag
@@ -93,21 +94,59 @@ def allowed_events(w: World, actor: int) -> list[Event]:
     return out
 
 
+def _living(w: World) -> list[int]:
+    return [k for k, c in enumerate(w.characters) if c.condition != "dead"]
+
+
+def _staleness(step: int, last_seen: list[int], actor: int) -> float:
+    return (1 + step - last_seen[actor]) ** STALENESS_POWER
+
+
+def _kinds(options: list[Event]) -> list[str]:
+    return sorted({e.kind for e in options}, key=list(EVENT_TYPES).index)
+
+
 def _next_event(w: World, rng: random.Random, step: int, last_seen: list[int]) -> Event | None:
-    actors = [k for k, c in enumerate(w.characters) if c.condition != "dead"]
+    actors = _living(w)
     while actors:
-        weights = [(1 + step - last_seen[k]) ** STALENESS_POWER for k in actors]
+        weights = [_staleness(step, last_seen, k) for k in actors]
         actor = rng.choices(actors, weights)[0]
         options = allowed_events(w, actor)
         if options:
-            kinds = sorted({e.kind for e in options}, key=list(EVENT_TYPES).index)
+            kinds = _kinds(options)
             kind = rng.choices(kinds, [EVENT_TYPES[k].weight for k in kinds])[0]
             return rng.choice([e for e in options if e.kind == kind])
         actors.remove(actor)
     return None
 
 
-def generate_story(rng: random.Random, story_id: str, cast: tuple[int, int] = (3, 8), events: int = 15) -> Story:
+def next_event_distribution(w: World, step: int, last_seen: list[int]) -> dict[Event, float]:
+    """The exact probability of each event `_next_event` can draw at this point: an actor by
+    staleness among those with an allowed event (a redraw skips the others), a kind by its
+    weight, then one allowed event of that kind uniformly (the oracle of eric/world/oracle.py)."""
+    options = {k: allowed_events(w, k) for k in _living(w)}
+    actors = {k: _staleness(step, last_seen, k) for k, found in options.items() if found}
+    total = sum(actors.values())
+    out: dict[Event, float] = {}
+    for actor, weight in actors.items():
+        kinds = _kinds(options[actor])
+        kind_total = sum(EVENT_TYPES[k].weight for k in kinds)
+        for kind in kinds:
+            events = [e for e in options[actor] if e.kind == kind]
+            for e in events:
+                out[e] = weight / total * EVENT_TYPES[kind].weight / kind_total / len(events)
+    return out
+
+
+Observer = Callable[[int, World, list[int]], None]
+
+
+def generate_story(
+    rng: random.Random, story_id: str, cast: tuple[int, int] = (3, 8), events: int = 15,
+    observe: Observer | None = None,
+) -> Story:
+    """`observe(step, world, last_seen)`, if given, sees the world before each event is drawn
+    (step 1 again when a draw is retried); it must not change them."""
     if not 2 <= cast[0] <= cast[1] or events < 1:
         raise WorldError(f"cannot generate a story with cast {cast} and {events} events")
     for _ in range(MAX_TRIES):
@@ -116,6 +155,8 @@ def generate_story(rng: random.Random, story_id: str, cast: tuple[int, int] = (3
         last_seen = [0] * len(names)
         units, drawn, states = [], [], []
         for step in range(1, events + 1):
+            if observe is not None:
+                observe(step, w, last_seen)
             event = _next_event(w, rng, step, last_seen)
             if event is None:
                 break
@@ -135,4 +176,8 @@ def generate_stories(seed: int, count: int, cast: tuple[int, int] = (3, 8), even
     """`count` stories, one Random per corpus: the same seed gives the same corpus."""
     rng = random.Random(seed)
     for i in range(count):
-        yield generate_story(rng, f"world-{seed}-{i:06d}", cast, events)
+        yield generate_story(rng, story_id(seed, i), cast, events)
+
+
+def story_id(seed: int, index: int) -> str:
+    return f"world-{seed}-{index:06d}"

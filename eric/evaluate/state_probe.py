@@ -1,0 +1,94 @@
+"""Does a state id tell something about a unit? A majority-vote probe with a bootstrap interval.
+
+For every unit with a planned entity, the model gives a predicted state (the predictor's
+e^_n quantized, from the prefix only: what generation uses) and a gold state (the sentence
+encoder's e_n quantized, from the unit itself). The probe learns, on training units, the
+most frequent label (e.g. EntityWorld's event kind) per state id, and predicts it on held-out
+units (an unseen state gets the overall majority label). Its accuracy is compared with the
+majority class; the 95% interval of the difference is a bootstrap over held-out texts, so
+units of one text move together.
+
+    pairs = unit_state_pairs(model, collator, rows, labels=lambda row, n: row["world_events"][n])
+    result = majority_probe(train_pairs, test_pairs)
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter, defaultdict
+from dataclasses import asdict, dataclass
+from typing import Callable, Iterable
+
+import torch
+
+
+@dataclass(frozen=True)
+class UnitState:
+    text: int  # index of the row
+    unit: int  # 0-based target unit
+    predicted: int  # predicted state id
+    gold: int  # gold state id
+    label: str
+
+
+@dataclass
+class ProbeResult:
+    accuracy: float
+    majority: float  # accuracy of always answering the training split's majority label
+    gain: float  # accuracy - majority
+    gain_low: float  # 95% bootstrap interval of the gain (over texts)
+    gain_high: float
+    units: int
+    texts: int
+    states_seen: int  # distinct state ids among the training units
+
+    def to_dict(self) -> dict:
+        return {k: round(v, 4) if isinstance(v, float) else v for k, v in asdict(self).items()}
+
+
+@torch.no_grad()
+def unit_state_pairs(model, collator, rows: list[dict], label: Callable[[dict, int], str],
+                     batch_size: int = 16) -> list[UnitState]:
+    """Predicted and gold state of every unit with a planned entity (the collator's seeded draw)."""
+    model.eval()
+    out: list[UnitState] = []
+    for start in range(0, len(rows), batch_size):
+        chunk = rows[start:start + batch_size]
+        result = model(**collator(chunk))
+        predicted, gold = result.predicted_state_ids, result.state_ids
+        for b, n in (gold >= 0).nonzero().tolist():
+            out.append(UnitState(start + b, n, int(predicted[b, n]), int(gold[b, n]), label(chunk[b], n)))
+    return out
+
+
+def majority_probe(train: Iterable[UnitState], test: list[UnitState], which: str = "predicted",
+                   resamples: int = 1000, seed: int = 0) -> ProbeResult:
+    """Fit state id -> most frequent label on `train`, score on `test` against the majority class."""
+    by_state: dict[int, Counter] = defaultdict(Counter)
+    overall: Counter = Counter()
+    for u in train:
+        by_state[getattr(u, which)][u.label] += 1
+        overall[u.label] += 1
+    if not overall or not test:
+        raise ValueError("the probe needs training and test units")
+    majority = overall.most_common(1)[0][0]
+    guess = {state: counts.most_common(1)[0][0] for state, counts in by_state.items()}
+    per_text: dict[int, list[tuple[int, int]]] = defaultdict(list)  # text -> (probe right, majority right)
+    for u in test:
+        per_text[u.text].append((guess.get(getattr(u, which), majority) == u.label, majority == u.label))
+    texts = list(per_text)
+    accuracy, base = _rates(per_text, texts)
+    rng = random.Random(seed)
+    gains = sorted(_difference(per_text, rng.choices(texts, k=len(texts))) for _ in range(resamples))
+    low, high = gains[int(0.025 * resamples)], gains[int(0.975 * resamples) - 1]
+    return ProbeResult(accuracy, base, accuracy - base, low, high, len(test), len(texts), len(by_state))
+
+
+def _rates(per_text: dict[int, list[tuple[int, int]]], texts: list[int]) -> tuple[float, float]:
+    hits = [pair for t in texts for pair in per_text[t]]
+    return sum(p for p, _ in hits) / len(hits), sum(m for _, m in hits) / len(hits)
+
+
+def _difference(per_text, texts) -> float:
+    accuracy, base = _rates(per_text, texts)
+    return accuracy - base

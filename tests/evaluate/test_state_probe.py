@@ -1,0 +1,55 @@
+"""The state probe: a state id that determines the label beats the majority class, a random one does not."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from eric.evaluate.state_probe import UnitState, majority_probe, unit_state_pairs
+from tests.model.conftest import make_batch, tiny_model
+
+LABELS = ["travel", "fight", "meet"]
+
+
+def _units(texts: int, informative: bool, seed: int) -> list[UnitState]:
+    rng = random.Random(seed)
+    out = []
+    for t in range(texts):
+        for n in range(6):
+            label = rng.choices(LABELS, [5, 3, 2])[0]
+            state = LABELS.index(label) * 10 + rng.randrange(3) if informative else rng.randrange(30)
+            out.append(UnitState(t, n, state, state, label))
+    return out
+
+
+def test_informative_states_beat_the_majority_class_with_an_interval_above_zero():
+    result = majority_probe(_units(200, True, 0), _units(80, True, 1))
+    assert result.accuracy == pytest.approx(1.0)
+    assert result.majority == pytest.approx(0.5, abs=0.06)
+    assert result.gain_low > 0.3 and result.gain == pytest.approx(result.accuracy - result.majority)
+    assert result.texts == 80 and result.units == 480 and result.states_seen == 9
+
+
+def test_uninformative_states_do_not():
+    result = majority_probe(_units(200, False, 2), _units(80, False, 3))
+    assert result.gain_low <= 0  # no evidence of any gain
+    assert result.gain < 0.02
+
+
+def test_unseen_states_fall_back_to_the_majority_label():
+    train = [UnitState(0, 0, 1, 1, "fight"), UnitState(0, 1, 2, 2, "travel"), UnitState(1, 0, 2, 2, "travel")]
+    test = [UnitState(5, 0, 7, 7, "travel")]  # state 7 never seen: answer "travel"
+    assert majority_probe(train, test, resamples=10).accuracy == 1.0
+
+
+def test_pairs_come_from_the_models_predicted_and_gold_states():
+    model = tiny_model()
+    batch = make_batch(rows=3)
+    rows = [{"units": list(range(6))} for _ in range(3)]
+    pairs = unit_state_pairs(model, lambda chunk: batch, rows, lambda row, n: f"unit{n}", batch_size=3)
+    out = model.eval()(**batch)
+    assert len(pairs) == int((out.state_ids >= 0).sum()) > 0
+    for p in pairs:
+        assert p.gold == int(out.state_ids[p.text, p.unit]) and p.predicted == int(out.predicted_state_ids[p.text, p.unit])
+        assert p.label == f"unit{p.unit}"
