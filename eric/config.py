@@ -217,7 +217,7 @@ class StateSpaceParams(Section):
 
 
 # `recipe: auto`: what the measurements favour (docs/state-space.md, README's state-space table)
-AUTO_RECIPE = {"random": "remedied", "pretrained": "paper"}
+AUTO_RECIPE = {"random": "decoupled", "pretrained": "paper"}
 
 
 def effective_recipe(recipe: str, init: str | None) -> str:
@@ -262,7 +262,7 @@ class ModelParams(Section):
     state_attention_heads: int = Field(1, ge=1)  # the authors' code: one head of D dims
     dropout: float = Field(0.1, ge=0, lt=1)
     # paper (default) vs the authors' released code
-    detach_planner_inputs: bool = False  # code: true (planner/predictor read detached decoder states)
+    detach_planner_inputs: bool = True  # the code (paper: False); L_CL learns only with True (docs/state-predictor.md)
     hard_negatives: bool = True  # paper (its e_6 example) and code: another entity of the unit is a negative
     entity_temperature: float = Field(1.0, gt=0)  # code: 1.2 (sampling the next entity)
     first_unit_state: bool = True  # code: false (unit 1 carries no entity/state)

@@ -16,8 +16,9 @@ def _model(bias: float = 0.2, **overrides):
     return model
 
 
-def test_greedy_decoding_with_and_without_cache_is_identical():
-    model, batch = _model(), make_batch(rows=3)
+@pytest.mark.parametrize("residual", [False, True])
+def test_greedy_decoding_with_and_without_cache_is_identical(residual):
+    model, batch = _model(predictor_residual=residual), make_batch(rows=3)
     kwargs = dict(max_new_tokens=40, do_sample=False, no_repeat_ngram_size=2)
     cached = model.generate(batch["input_ids"], batch["attention_mask"], **kwargs)
     full = model.generate(batch["input_ids"], batch["attention_mask"], use_cache=False, **kwargs)
@@ -29,8 +30,9 @@ def test_greedy_decoding_with_and_without_cache_is_identical():
     assert len(set(planned.tolist())) >= 2 and (cached.state_ids >= 0).any()
 
 
-def test_generation_agrees_with_the_teacher_forced_training_forward():
-    model, batch = _model(bias=0.0), make_batch(rows=3)
+@pytest.mark.parametrize("residual", [False, True])  # the predictor reads its query directly, or not
+def test_generation_agrees_with_the_teacher_forced_training_forward(residual):
+    model, batch = _model(bias=0.0, predictor_residual=residual), make_batch(rows=3)
     out = model.generate(batch["input_ids"], batch["attention_mask"], max_new_tokens=30, do_sample=False)
     seq = out.sequences
     forward = model(

@@ -94,7 +94,7 @@ def test_recipes_resolve_with_overrides_and_paper_is_faithful():
     legacy = StateSpaceParams(recipe="legacy").resolved()
     assert legacy["codebook_init_std"] == 1.0 and legacy["codebook_gradient"] == "selected"
     auto = StateSpaceParams()
-    assert auto.effective_recipe(None) == "remedied" and auto.effective_recipe("/models/bart-base") == "paper"
+    assert auto.effective_recipe(None) == "decoupled" and auto.effective_recipe("/models/bart-base") == "paper"
     assert auto.resolved("/models/bart-base") == StateSpaceParams(recipe="paper").resolved()
     mixed = StateSpaceParams(recipe="remedied", entropy_weight=0.0).resolved()
     assert mixed["init"] == "kmeans" and mixed["dead_code_steps"] > 0 and mixed["entropy_weight"] == 0

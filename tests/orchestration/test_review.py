@@ -77,7 +77,7 @@ def test_variant_params_name_the_switches_recipe_size_budget_and_corpus():
     assert eric["model.state_space.recipe"] == "paper" and plain["model.state_space.recipe"] == "none"
     assert eric["model.size"] == "tiny" and eric["train.max_steps"] == "2" and eric["corpus.name"] == "c"
     auto = {**PARAMS, "model": {**PARAMS["model"], "state_space": {"recipe": "auto"}}}
-    assert variant_params(auto, "eric")["model.state_space.recipe"] == "remedied"  # the recipe in force
+    assert variant_params(auto, "eric")["model.state_space.recipe"] == "decoupled"  # the recipe in force
 
 
 def test_tracking_uri_defaults_to_the_project_sqlite(monkeypatch, tmp_path):
