@@ -84,6 +84,34 @@ def majority_probe(train: Iterable[UnitState], test: list[UnitState], which: str
     return ProbeResult(accuracy, base, accuracy - base, low, high, len(test), len(texts), len(by_state))
 
 
+@torch.no_grad()
+def prediction_cosines(model, collator, rows: list[dict], batch_size: int = 16) -> dict:
+    """How e^_n sits among the states, over the units with a gold state: mean cosine to its own
+    unit's gold state, to the other units' gold states of the batch, and to its nearest state."""
+    model.eval()
+    own = others = nearest = units = 0.0
+    for start in range(0, len(rows), batch_size):
+        result = model(**collator(rows[start:start + batch_size]))
+        target = result.state_ids >= 0
+        predicted, vectors = result.predicted_events[target].float(), model.state_space.vectors().float()
+        gold = vectors[result.state_ids[target]]
+        m = predicted.shape[0]
+        if m < 2:
+            continue
+        cross = predicted @ gold.t()
+        own += float(cross.diagonal().sum())
+        others += float((cross.sum() - cross.diagonal().sum()) / (m - 1))
+        nearest += float((predicted @ vectors.t()).max(-1).values.sum())
+        units += m
+    return {"own_gold_state": round(own / units, 4), "other_gold_states": round(others / units, 4),
+            "nearest_state": round(nearest / units, 4), "units": int(units)}
+
+
+def agreement(pairs: list[UnitState]) -> float:
+    """Share of units whose predicted state is their gold state (the predictor's exact hit rate)."""
+    return sum(u.predicted == u.gold for u in pairs) / max(len(pairs), 1)
+
+
 def _rates(per_text: dict[int, list[tuple[int, int]]], texts: list[int]) -> tuple[float, float]:
     hits = [pair for t in texts for pair in per_text[t]]
     return sum(p for p, _ in hits) / len(hits), sum(m for _, m in hits) / len(hits)

@@ -88,6 +88,7 @@ class EricOutput(ModelOutput):
     entity_logits: torch.Tensor | None = None
     state_ids: torch.Tensor | None = None
     predicted_state_ids: torch.Tensor | None = None
+    predicted_events: torch.Tensor | None = None  # [B, N, D] e^_n, the predictor's output
     codebook_usage: torch.Tensor | None = None
     decoder_last_hidden_state: torch.Tensor | None = None
     # state-space diagnostics (docs/state-space.md): ln of L_CL's candidates per anchor (its
@@ -401,6 +402,7 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
         out.state_ids = units.state_ids
         keys, values = self.state_predictor.memory(hidden)
         predicted = self.state_predictor(context + units.entity_embeds, keys, values, layout.keys_before_units())
+        out.predicted_events = predicted
         out.predicted_state_ids = torch.where(units.has_entity, self.state_space.nearest(predicted), -1)
         if units.events is None:
             return

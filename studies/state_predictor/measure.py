@@ -73,7 +73,7 @@ def oracle_line(params_path: Path) -> dict:
 def probe_arm(params_path: Path, model_dir: Path) -> dict:
     import torch
 
-    from eric.evaluate.state_probe import majority_probe, unit_state_pairs
+    from eric.evaluate.state_probe import agreement, majority_probe, prediction_cosines, unit_state_pairs
     from eric.generate.loading import load_stage_one
 
     torch.set_num_threads(1)
@@ -81,10 +81,13 @@ def probe_arm(params_path: Path, model_dir: Path) -> dict:
     model, _ = load_stage_one(model_dir, "cpu")
     kind = lambda row, n: row["world_events"][n]  # noqa: E731
     train = unit_state_pairs(model, collator, _rows(data / "train.parquet", PROBE_TRAIN_TEXTS), kind)
-    test = unit_state_pairs(model, collator, _rows(data / "test.parquet"), kind)
+    test_rows = _rows(data / "test.parquet")
+    test = unit_state_pairs(model, collator, test_rows, kind)
     return {"label": "event kind of the unit", "train_texts": PROBE_TRAIN_TEXTS,
             "predicted": majority_probe(train, test, "predicted").to_dict(),
-            "gold": majority_probe(train, test, "gold").to_dict()}
+            "gold": majority_probe(train, test, "gold").to_dict(),
+            "predicted_is_gold": round(agreement(test), 4),
+            "predicted_cosines": prediction_cosines(model, collator, test_rows)}
 
 
 GROUPS = {"sentence encoder": "sentence_encoder.", "state predictor": "state_predictor.",

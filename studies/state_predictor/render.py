@@ -20,6 +20,7 @@ ROOT = HERE.parents[1]
 OUTPUTS = HERE / "outputs"
 PAGE = ROOT / "docs" / "state-predictor.md"
 IMAGES = ROOT / "docs" / "img"
+NAMES = {"world": "EntityWorld", "wikiplots": "WikiPlots (embedded default)"}
 T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571}  # two-sided 95% Student t, by degrees of freedom
 STUDY = yaml.safe_load((HERE / "study.yaml").read_text())
 
@@ -135,7 +136,7 @@ def plot(corpus: str, arms: list[str], oracle: float | None) -> str | None:
         ax.axhline(oracle, color="black", linewidth=0.8, linestyle="--", label="oracle")
     ax.set_xlabel("training step")
     ax.set_ylabel("validation L_CL / chance")
-    ax.set_title(f"ERIC's contrastive loss on {corpus}")
+    ax.set_title(f"ERIC's contrastive loss on {NAMES[corpus]}")
     ax.legend(fontsize=7)
     fig.tight_layout()
     IMAGES.mkdir(parents=True, exist_ok=True)
@@ -279,6 +280,17 @@ def page() -> str:
             "state the predictor chooses from the prefix (what generation uses), `gold` the state of the unit's own "
             "encoding. Interval: bootstrap over test stories.", ""]
     out += probe_table(main_arms()) + [""]
+    out += ["Where the predictor's e^_n points (test units): its mean cosine to its own unit's gold state, to the "
+            "other units' gold states of the batch and to its nearest state, and how often that nearest state is "
+            "the gold one:", "", "| arm | cos to own gold state | cos to others' gold states | cos to nearest state | "
+            "nearest state = gold |", "|---|---:|---:|---:|---:|"]
+    for arm in main_arms():
+        probe = load_json(OUTPUTS / "world" / arm / "probe.json")
+        if probe and "predicted_cosines" in probe:
+            c = probe["predicted_cosines"]
+            out.append(f"| {arm} | {c['own_gold_state']:.3f} | {c['other_gold_states']:.3f} | {c['nearest_state']:.3f} "
+                       f"| {probe['predicted_is_gold']:.3f} |")
+    out += [""]
     out += ["## The embedded WikiPlots default", ""]
     if wiki_plot:
         out += [f"![L_CL / chance on WikiPlots]({wiki_plot})", ""]

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from eric.evaluate.state_probe import UnitState, majority_probe, unit_state_pairs
+from eric.evaluate.state_probe import UnitState, agreement, majority_probe, prediction_cosines, unit_state_pairs
 from tests.model.conftest import make_batch, tiny_model
 
 LABELS = ["travel", "fight", "meet"]
@@ -53,3 +53,20 @@ def test_pairs_come_from_the_models_predicted_and_gold_states():
     for p in pairs:
         assert p.gold == int(out.state_ids[p.text, p.unit]) and p.predicted == int(out.predicted_state_ids[p.text, p.unit])
         assert p.label == f"unit{p.unit}"
+
+
+def test_agreement_counts_units_whose_predicted_state_is_the_gold_one():
+    pairs = [UnitState(0, 0, 3, 3, "a"), UnitState(0, 1, 2, 5, "a"), UnitState(1, 0, 4, 4, "b"), UnitState(1, 1, 1, 0, "b")]
+    assert agreement(pairs) == 0.5
+
+
+def test_prediction_cosines_compare_own_other_and_nearest_states():
+    model, batch = tiny_model(), make_batch(rows=3)
+    found = prediction_cosines(model, lambda chunk: batch, [{}] * 3, batch_size=3)
+    out = model.eval()(**batch)
+    target = out.state_ids >= 0
+    vectors = model.state_space.vectors()
+    own = (out.predicted_events[target] * vectors[out.state_ids[target]]).sum(-1).mean()
+    assert found["units"] == int(target.sum())
+    assert found["own_gold_state"] == pytest.approx(float(own), abs=1e-4)
+    assert found["nearest_state"] >= max(found["own_gold_state"], found["other_gold_states"]) - 1e-4
