@@ -225,7 +225,7 @@ def page() -> str:
     oracle = load_json(OUTPUTS / "world" / "oracle.json")
     oracle_ratio = oracle["oracle_vs_chance"] if oracle else None
     world_plot = plot("world", main_arms() + ablation_arms(), oracle_ratio)
-    wiki_plot = plot("wikiplots", main_arms(), None)
+    wiki_plot = plot("wikiplots", wiki.get("arms", main_arms()), None)
     grads = load_json(OUTPUTS / "world" / "paper" / "gradients.json")
     fixed = "decoupled"
     out = [
@@ -236,7 +236,7 @@ def page() -> str:
         "Every number below is read from `studies/state_predictor/outputs/` by "
         "`studies/state_predictor/render.py`: the training stage's own curves (`train.csv`, `val.csv` per arm), the "
         "oracle, the probes and the gradient norms. The arms, corpora and budgets are `studies/state_predictor/study.yaml`; "
-        "`python studies/state_predictor/run.py` reruns what is missing (about 80 minutes on 2 CPU cores), then "
+        "`python studies/state_predictor/run.py` reruns what is missing (about two hours on 2 CPU cores), then "
         "`python studies/state_predictor/render.py` rewrites this page. Each arm trains ERIC with the real "
         "`train_stage_one` stage (tiny preset from random weights, batch 8, lr 5e-4 with linear decay, one torch thread); "
         f"EntityWorld: {world['set']['corpus.world.stories']:,} generated stories, validation on the first "
@@ -294,8 +294,12 @@ def page() -> str:
     out += ["## The embedded WikiPlots default", ""]
     if wiki_plot:
         out += [f"![L_CL / chance on WikiPlots]({wiki_plot})", ""]
-    out += curve_table("wikiplots", main_arms()) + [""]
-    out += [f"Seeds at step {wiki_steps}:", ""] + seeds_table("wikiplots", wiki_steps) + [""]
+    wiki_arms = wiki.get("arms", main_arms())
+    out += [f"wikiplots-mini, {wiki_steps} steps (the embedded default's budget), arms {', '.join(wiki_arms)}, "
+            f"{'with' if wiki.get('seeds', True) else 'one seed each, no'} extra seeds; validation L_CL / chance and "
+            "LM loss:", ""]
+    out += curve_table("wikiplots", wiki_arms) + [""]
+    out += table([r for arm in wiki_arms if (r := arm_row("wikiplots", arm, wiki_steps))]) + [""]
     out += ["## Against the issue's targets", ""]
     out += target_checks(arm_row("world", fixed, w_main), oracle, load_json(OUTPUTS / "world" / fixed / "probe.json"),
                          arm_row("wikiplots", fixed, wiki_steps))

@@ -135,19 +135,21 @@ def main() -> None:
     study = load_study()
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpora", nargs="+", default=list(study["corpora"]))
-    parser.add_argument("--arms", nargs="+", default=list(study["arms"]))
+    parser.add_argument("--arms", nargs="+", default=None, help="default: the corpus's `arms` in study.yaml, or all")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--no-seeds", action="store_true", help="skip the extra seeds")
     parser.add_argument("--skip-extras", action="store_true", help="no oracle or probe")
     args = parser.parse_args()
     for corpus in args.corpora:
+        spec = study["corpora"][corpus]
+        arms = args.arms or spec.get("arms", list(study["arms"]))
         data_params = ensure_data(study, corpus)
-        runs = arm_runs(study, corpus, args.arms, not args.no_seeds)
+        runs = arm_runs(study, corpus, arms, spec.get("seeds", True) and not args.no_seeds)
         with ThreadPoolExecutor(args.jobs) as pool:
             for future in [pool.submit(train_arm, study, corpus, *run) for run in runs]:
                 future.result()
         if corpus == "world" and not args.skip_extras:
-            world_extras(data_params, study, args.arms)
+            world_extras(data_params, study, arms)
 
 
 if __name__ == "__main__":
