@@ -161,8 +161,12 @@ def target_checks(world_main: dict, oracle: dict | None, probe: dict | None, wik
                      f"**{met}** ({world_main['ratio']:.3f})." if oracle else
                      f"- EntityWorld, validation L_CL / chance at most 0.8: **{met}** ({world_main['ratio']:.3f}).")
         states = world_main["states"]
-        lines.append(f"- States used above 400 of 512 to the end of training (last 50-step window): "
-                     f"**{'met' if states and states > 400 else 'not met'}** ({fmt(states, 0)}).")
+        line = (f"- States used above 400 of 512 to the end of training (last 50-step window): "
+                f"**{'met' if states and states > 400 else 'not met'}** ({fmt(states, 0)})")
+        if probe:  # the gold states of the probe's training units, in eval mode (no churn, running batch norm)
+            line += (f"; but in eval mode the units of {probe['train_texts']:,} training stories take only "
+                     f"{probe['gold']['states_seen']} distinct gold states")
+        lines.append(line + ".")
     if probe:
         p = probe["predicted"]
         met = "met" if p["gain_low"] > 0 else "not met"
