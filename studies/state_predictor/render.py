@@ -181,13 +181,14 @@ def target_checks(world_main: dict, oracle: dict | None, probe: dict | None, wik
     return lines
 
 
-def gradient_table(grads: dict) -> list[str]:
-    lines = ["| model | loss | sentence encoder | state predictor | codebook | decoder layers |",
-             "|---|---|---:|---:|---:|---:|"]
-    for when, per_loss in grads.items():
-        for loss, parts in per_loss.items():
-            lines.append(f"| {when} | {loss} | " + " | ".join(f"{parts[g]:.3g}" for g in
-                         ("sentence encoder", "state predictor", "codebook", "decoder layers")) + " |")
+def gradient_table(arms: list[str]) -> list[str]:
+    lines = ["| arm | model | loss | sentence encoder | state predictor | codebook | decoder layers |",
+             "|---|---|---|---:|---:|---:|---:|"]
+    for arm in arms:
+        for when, per_loss in (load_json(OUTPUTS / "world" / arm / "gradients.json") or {}).items():
+            for loss, parts in per_loss.items():
+                lines.append(f"| {arm} | {when} | {loss} | " + " | ".join(f"{parts[g]:.3g}" for g in
+                             ("sentence encoder", "state predictor", "codebook", "decoder layers")) + " |")
     return lines
 
 
@@ -230,7 +231,6 @@ def page() -> str:
     oracle_ratio = oracle["oracle_vs_chance"] if oracle else None
     world_plot = plot("world", main_arms() + ablation_arms(), oracle_ratio)
     wiki_plot = plot("wikiplots", wiki.get("arms", main_arms()), None)
-    grads = load_json(OUTPUTS / "world" / "paper" / "gradients.json")
     fixed = "decoupled"
     out = [
         "# Why ERIC's state predictor learned nothing, and the fix",
@@ -272,9 +272,10 @@ def page() -> str:
     out += [f"Seeds (model init and data order; the corpus is fixed) at step {w_abl}:", ""]
     out += seeds_table("world", w_abl) + [""]
     out += ["## Where it broke", ""]
-    if grads:
-        out += ["Gradient norm of each loss on each part of the paper recipe's model, on 16 validation stories, "
-                "at initialization and after training:", ""] + gradient_table(grads) + [""]
+    out += ["What these tables say, mechanism by mechanism: [state-space.md, section 7](state-space.md). "
+            "Gradient norm (L2) of each loss on each part of the model, on 16 validation stories, at "
+            "initialization and after the main budget (the decoupled arm stops L_LM at e_n and the unit losses at "
+            "the decoder by design):", ""] + gradient_table(main_arms()) + [""]
     out += [f"Ablations of the fix at step {w_abl} (each removes or changes one thing; `paper-fixed` is the three "
             "switches without the remedies of `remedied`):", ""]
     out += table([r for arm in ["paper", "remedied", fixed, *ablation_arms()] if (r := arm_row("world", arm, w_abl))])
