@@ -204,6 +204,7 @@ class StateSpaceParams(Section):
     event_norm: Literal["none", "batch"] | None = None  # batch: e_n centred over the batch
     event_gradient: Literal["all", "lm", "contrastive", "none"] | None = None  # which losses train e_n
     predictor_residual: bool | None = None  # true: e^_n also reads its query directly
+    contrastive_candidates: Literal["batch", "text"] | None = None  # text: L_CL's candidates from the anchor's text
 
     def effective_recipe(self, init: str | None = None) -> str:
         """The recipe in force for a model started from `init` (a checkpoint dir or None)."""
@@ -232,7 +233,7 @@ RECIPES: dict[str, dict] = {
     "paper": dict(codebook_init_std=None, codebook_gradient="dense", sentence_encoder_embeddings="own",
                   decay_codebook_and_embeddings=False, init="random", init_events=1024,
                   dead_code_steps=0, ema_decay=0.0, entropy_weight=0.0, event_norm="none",
-                  event_gradient="all", predictor_residual=False),
+                  event_gradient="all", predictor_residual=False, contrastive_candidates="batch"),
     "legacy": dict(codebook_init_std=1.0, codebook_gradient="selected", sentence_encoder_embeddings="shared",
                    decay_codebook_and_embeddings=True),
     "kmeans": dict(init="kmeans"),

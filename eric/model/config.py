@@ -40,6 +40,8 @@ params.yaml's `model.state_space.recipe` names bundles of these (eric/config.py 
                            reads sg(s_n)); none: neither (the sentence encoder stays as initialized)
     predictor_residual     False (paper): e^_n is the attention's output only; True: plus a
                            projection of its query q_{n-1} + E(p_n)
+    contrastive_candidates batch (paper): every (unit, entity) of the mini-batch is a candidate;
+                           text: only those of the anchor's own text
 
 Ablations remove exactly one mechanism each: `use_state_attention` (w/o StateAttn),
 `use_state` (w/o s_n: state input, state space, predictor, sentence encoder and
@@ -90,6 +92,7 @@ class EricConfig(BartConfig):
     event_norm: str = "none"
     event_gradient: str = "all"
     predictor_residual: bool = False
+    contrastive_candidates: str = "batch"
 
     sent_token_id: int | None = None
     entity_token_ids: list[int] | None = None
@@ -107,7 +110,7 @@ class EricConfig(BartConfig):
             raise ValueError("tau and entity_temperature must be > 0")
         choices = {"codebook_gradient": ("dense", "selected"), "sentence_encoder_embeddings": ("own", "shared"),
                    "state_init": ("random", "kmeans"), "event_norm": ("none", "batch"),
-                   "event_gradient": EVENT_GRADIENTS}
+                   "event_gradient": EVENT_GRADIENTS, "contrastive_candidates": ("batch", "text")}
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, not {getattr(self, name)!r}")

@@ -28,18 +28,27 @@ def joint_representation(events: torch.Tensor, states: torch.Tensor) -> torch.Te
 
 
 def info_nce(
-    anchors: torch.Tensor, positives: torch.Tensor, tau: float, extra_negatives: torch.Tensor | None = None
+    anchors: torch.Tensor, positives: torch.Tensor, tau: float, extra_negatives: torch.Tensor | None = None,
+    allowed: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """InfoNCE with in-batch negatives: anchor i's positive is positives[i], the others are negatives.
 
     anchors, positives [M, D] (normalized); extra_negatives [H, D] are negatives for
-    every anchor (the authors' hard negatives). Zero when M = 0.
+    every anchor (the authors' hard negatives). `allowed` [M, M + H] bool, if given, limits
+    each anchor's candidates (e.g. to its own text); the diagonal must be allowed. Zero when M = 0.
     """
     if anchors.shape[0] == 0:
         return anchors.sum() * 0.0 + positives.sum() * 0.0
     candidates = positives if extra_negatives is None else torch.cat([positives, extra_negatives], dim=0)
     logits = anchors.float() @ candidates.float().t() / tau
+    if allowed is not None:
+        logits = logits.masked_fill(~allowed, torch.finfo(logits.dtype).min)
     return F.cross_entropy(logits, torch.arange(anchors.shape[0], device=anchors.device))
+
+
+def same_text_candidates(anchor_rows: torch.Tensor, candidate_rows: torch.Tensor) -> torch.Tensor:
+    """[M, C] bool: candidate j comes from the same text (batch row) as anchor i."""
+    return anchor_rows[:, None] == candidate_rows[None, :]
 
 
 def event_spread(events: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:

@@ -116,6 +116,7 @@ class UnitInputs:
     states: torch.Tensor | None = None  # [B, N, D] s_n with gradient to the codebook
     state_ids: torch.Tensor | None = None  # [B, N] (-1 = none)
     negatives: torch.Tensor | None = None  # [H, D] joint representations of hard negatives
+    negative_rows: torch.Tensor | None = None  # [H] the batch row (text) of each hard negative
     cosines: torch.Tensor | None = None  # [M, K] cosines of the units' e_n to every state
 
 
@@ -391,6 +392,7 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
             found = negative_positions >= 0
             joint = losses.joint_representation(for_contrast[:, n:], quantized.states[:, n:])
             units.negatives = joint[found]
+            units.negative_rows = found.nonzero()[:, 0]
         return with_state, straight_through[:, :n]
 
     def _unit_objectives(self, out: EricOutput, layout: UnitLayout, units: UnitInputs, entity_ids, hidden):
@@ -408,21 +410,37 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
             return
         target = units.state_ids >= 0
         positives = losses.joint_representation(units.events, units.states)
+        allowed = self._candidates(target, units)
         out.contrastive_loss = losses.info_nce(
-            predicted[target], positives[target], self.config.tau, units.negatives
+            predicted[target], positives[target], self.config.tau, units.negatives, allowed
         )
         if self.config.entropy_weight > 0 and units.cosines.shape[0]:
             out.state_entropy_loss = usage_entropy_penalty(units.cosines, self.config.tau)
-        self._state_diagnostics(out, units, target)
+        self._state_diagnostics(out, units, target, allowed)
+
+    def _candidates(self, target: torch.Tensor, units: UnitInputs) -> torch.Tensor | None:
+        """L_CL's candidates per anchor: the whole batch (paper), or its own text only
+        (`contrastive_candidates: text`: which story or entity it is cannot help)."""
+        if self.config.contrastive_candidates == "batch":
+            return None
+        rows = target.nonzero()[:, 0]
+        if units.negative_rows is not None:
+            rows_of_candidates = torch.cat([rows, units.negative_rows])
+        else:
+            rows_of_candidates = rows
+        return losses.same_text_candidates(rows, rows_of_candidates)
 
     @torch.no_grad()
-    def _state_diagnostics(self, out: EricOutput, units: UnitInputs, target: torch.Tensor) -> None:
+    def _state_diagnostics(self, out: EricOutput, units: UnitInputs, target: torch.Tensor, allowed=None) -> None:
         device = target.device
         used = units.state_ids[target].unique().numel()
         out.codebook_usage = torch.tensor(used / self.config.num_states, device=device)
-        anchors = int(target.sum())
-        negatives = 0 if units.negatives is None else units.negatives.shape[0]
-        out.contrastive_chance = torch.tensor(math.log(max(anchors + negatives, 1)), device=device)
+        if allowed is not None:  # mean over anchors of ln(their candidates)
+            out.contrastive_chance = allowed.sum(1).clamp(min=1).float().log().mean()
+        else:
+            anchors = int(target.sum())
+            negatives = 0 if units.negatives is None else units.negatives.shape[0]
+            out.contrastive_chance = torch.tensor(math.log(max(anchors + negatives, 1)), device=device)
         spread = losses.event_spread(units.events[target])
         if spread is not None:
             out.event_cosine, out.event_rank = spread

@@ -81,6 +81,7 @@ def state_space_options(params: ModelParams) -> dict:
         state_init_events=v["init_events"], dead_code_steps=v["dead_code_steps"],
         ema_decay=v["ema_decay"] or None, entropy_weight=v["entropy_weight"], event_norm=v["event_norm"],
         event_gradient=v["event_gradient"], predictor_residual=v["predictor_residual"],
+        contrastive_candidates=v["contrastive_candidates"],
     )
 
 

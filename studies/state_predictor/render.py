@@ -220,6 +220,10 @@ def main_arms() -> list[str]:
     return [arm for arm, cfg in STUDY["arms"].items() if cfg["kind"] == "main"]
 
 
+def probed_arms() -> list[str]:
+    return [arm for arm, cfg in STUDY["arms"].items() if cfg["kind"] == "main" or cfg.get("probe")]
+
+
 def ablation_arms() -> list[str]:
     return [arm for arm, cfg in STUDY["arms"].items() if cfg["kind"] == "ablation"]
 
@@ -275,7 +279,7 @@ def page() -> str:
     out += ["What these tables say, mechanism by mechanism: [state-space.md, section 7](state-space.md). "
             "Gradient norm (L2) of each loss on each part of the model, on 16 validation stories, at "
             "initialization and after the main budget (the decoupled arm stops L_LM at e_n and the unit losses at "
-            "the decoder by design):", ""] + gradient_table(main_arms()) + [""]
+            "the decoder by design):", ""] + gradient_table(probed_arms()) + [""]
     out += [f"Ablations of the fix at step {w_abl} (each removes or changes one thing; `paper-fixed` is the three "
             "switches without the remedies of `remedied`):", ""]
     out += table([r for arm in ["paper", "remedied", fixed, *ablation_arms()] if (r := arm_row("world", arm, w_abl))])
@@ -284,12 +288,12 @@ def page() -> str:
             "on the units of 1,500 training stories and predicts it on every test story's units; `predicted` is the "
             "state the predictor chooses from the prefix (what generation uses), `gold` the state of the unit's own "
             "encoding. Interval: bootstrap over test stories.", ""]
-    out += probe_table(main_arms()) + [""]
+    out += probe_table(probed_arms()) + [""]
     out += ["Where the predictor's e^_n points (test units): its mean cosine to its own unit's gold state, to the "
             "other units' gold states of the batch and to its nearest state, and how often that nearest state is "
             "the gold one:", "", "| arm | cos to own gold state | cos to others' gold states | cos to nearest state | "
             "nearest state = gold |", "|---|---:|---:|---:|---:|"]
-    for arm in main_arms():
+    for arm in probed_arms():
         probe = load_json(OUTPUTS / "world" / arm / "probe.json")
         if probe and "predicted_cosines" in probe:
             c = probe["predicted_cosines"]
@@ -301,10 +305,10 @@ def page() -> str:
         out += [f"![L_CL / chance on WikiPlots]({wiki_plot})", ""]
     wiki_arms = wiki.get("arms", main_arms())
     out += [f"wikiplots-mini, {wiki_steps} steps (the embedded default's budget), arms {', '.join(wiki_arms)}, "
-            f"{'with' if wiki.get('seeds', True) else 'one seed each, no'} extra seeds; validation L_CL / chance and "
-            "LM loss:", ""]
+            "seed 42 below (the seeds after it); validation L_CL / chance and LM loss:", ""]
     out += curve_table("wikiplots", wiki_arms) + [""]
     out += table([r for arm in wiki_arms if (r := arm_row("wikiplots", arm, wiki_steps))]) + [""]
+    out += [f"Seeds at step {wiki_steps}:", ""] + seeds_table("wikiplots", wiki_steps) + [""]
     out += ["## Against the issue's targets", ""]
     out += target_checks(arm_row("world", fixed, w_main), oracle, load_json(OUTPUTS / "world" / fixed / "probe.json"),
                          arm_row("wikiplots", fixed, wiki_steps))

@@ -122,7 +122,8 @@ def world_extras(data_params: Path, study: dict, arms: list[str]) -> None:
     for arm in arms:
         run, out = RUNS / "world" / arm, OUTPUTS / "world" / arm
         model = run / "out" / "eric"
-        if study["arms"][arm]["kind"] != "main" or not model.is_dir():
+        cfg = study["arms"][arm]
+        if not (cfg["kind"] == "main" or cfg.get("probe")) or not model.is_dir():
             continue
         if not (out / "probe.json").is_file():
             (out / "probe.json").write_text(json.dumps(probe_arm(data_params, model), indent=1) + "\n")

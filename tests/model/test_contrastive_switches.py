@@ -75,3 +75,26 @@ def test_the_switches_resolve_from_params_and_the_paper_keeps_its_behaviour():
     assert over["event_gradient"] == "lm" and over["predictor_residual"] is True
     with pytest.raises(StrictDataclassError, match="event_gradient"):
         tiny_model(event_gradient="sometimes")
+
+
+def test_info_nce_limited_to_a_group_equals_infonce_within_each_group():
+    from eric.model import losses
+
+    torch.manual_seed(0)
+    anchors = torch.nn.functional.normalize(torch.randn(5, 4), dim=-1)
+    positives = torch.nn.functional.normalize(torch.randn(5, 4), dim=-1)
+    rows = torch.tensor([0, 0, 1, 1, 1])
+    masked = losses.info_nce(anchors, positives, 0.1, allowed=losses.same_text_candidates(rows, rows))
+    per_group = [losses.info_nce(anchors[rows == r], positives[rows == r], 0.1) * int((rows == r).sum()) for r in (0, 1)]
+    assert float(masked) == pytest.approx(float(sum(per_group) / 5), abs=1e-5)
+
+
+def test_text_candidates_count_chance_per_anchor_within_its_text():
+    batch = make_batch(rows=3, units=(4, 5, 3))
+    out = tiny_model(contrastive_candidates="text").train()(**batch)
+    per_row = (out.state_ids >= 0).sum(1).float()
+    anchors_row = per_row.repeat_interleave(per_row.long())
+    assert float(out.contrastive_chance) == pytest.approx(float(anchors_row.log().mean()), abs=1e-5)
+    batch_wide = tiny_model().train()(**batch)
+    assert float(batch_wide.contrastive_chance) == pytest.approx(float(torch.log(per_row.sum())), abs=1e-5)
+    assert torch.isfinite(out.contrastive_loss)
