@@ -41,9 +41,14 @@ def arm_runs(study: dict, corpus: str, arms: list[str], seeds: bool) -> list[tup
     order = sorted(arms, key=lambda arm: study["arms"][arm]["kind"] != "main")  # main arms first
     out = [(arm, spec["steps"][study["arms"][arm]["kind"]], dict(study["arms"][arm]["set"])) for arm in order]
     extra = [(f"{arm}-s{seed}", spec["steps"]["ablation"], {**study["arms"][arm]["set"], "seed": seed})
-             for seed in study["seeds"]["values"] for arm in order if seeds and arm in study["seeds"]["arms"]]
+             for seed in seed_values(study, corpus) for arm in order if seeds and arm in study["seeds"]["arms"]]
     main = sum(study["arms"][arm]["kind"] == "main" for arm in order)
     return out[:main] + extra + out[main:]
+
+
+def seed_values(study: dict, corpus: str) -> list[int]:
+    """The extra seeds of `corpus` (its own `seeds` list, else the study's)."""
+    return study["corpora"][corpus].get("seeds", study["seeds"]["values"])
 
 
 def corpus_params(study: dict, corpus: str) -> dict:
@@ -145,7 +150,7 @@ def main() -> None:
         spec = study["corpora"][corpus]
         arms = args.arms or spec.get("arms", list(study["arms"]))
         data_params = ensure_data(study, corpus)
-        runs = arm_runs(study, corpus, arms, spec.get("seeds", True) and not args.no_seeds)
+        runs = arm_runs(study, corpus, arms, not args.no_seeds)
         with ThreadPoolExecutor(args.jobs) as pool:
             for future in [pool.submit(train_arm, study, corpus, *run) for run in runs]:
                 future.result()
