@@ -120,14 +120,15 @@ def plot(corpus: str, arms: list[str], oracle: float | None) -> str | None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    fig, ax = plt.subplots(figsize=(9.0, 3.8))
     drawn = False
     for arm in arms:
         found = curves(corpus, arm)
         if not found:
             continue
         points = [(int(r["step"]), ratio(r)) for r in found[1] if ratio(r) is not None]
-        ax.plot(*zip(*points), marker="o", markersize=3, label=arm)
+        own = STUDY["arms"][arm]["set"].get("model.state_space.contrastive_candidates") == "text"
+        ax.plot(*zip(*points), marker="o", markersize=3, label=f"{arm} (own-story chance)" if own else arm)
         drawn = True
     if not drawn:
         plt.close(fig)
@@ -138,7 +139,7 @@ def plot(corpus: str, arms: list[str], oracle: float | None) -> str | None:
     ax.set_xlabel("training step")
     ax.set_ylabel("validation L_CL / chance")
     ax.set_title(f"ERIC's contrastive loss on {NAMES[corpus]}")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     IMAGES.mkdir(parents=True, exist_ok=True)
     name = f"state-predictor-{corpus}.png"
