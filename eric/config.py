@@ -359,7 +359,7 @@ def load_params(path: str | Path | None = None, overrides: dict | None = None) -
     if not isinstance(raw, dict):
         raise ParamsError(f"{source}: top level must be a mapping")
     for key, value in (overrides or {}).items():
-        _set_dotted(raw, key, value)
+        set_dotted(raw, key, value)
     try:
         return Params.model_validate(raw)
     except ValidationError as exc:
@@ -370,7 +370,7 @@ def default_params(overrides: dict | None = None) -> Params:
     """The built-in defaults, without a params file (outside a project), plus overrides."""
     raw: dict = {}
     for key, value in (overrides or {}).items():
-        _set_dotted(raw, key, value)
+        set_dotted(raw, key, value)
     try:
         return Params.model_validate(raw)
     except ValidationError as exc:
@@ -385,7 +385,8 @@ def load_variant_params(path: str | Path | None, variant: str) -> Params:
     return params
 
 
-def _set_dotted(tree: dict, dotted: str, value) -> None:
+def set_dotted(tree: dict, dotted: str, value) -> None:
+    """tree["a"]["b"] = value for dotted "a.b" (missing levels are created)."""
     *parents, leaf = dotted.split(".")
     for part in parents:
         tree = tree.setdefault(part, {})

@@ -424,11 +424,8 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
         if self.config.contrastive_candidates == "batch":
             return None
         rows = target.nonzero()[:, 0]
-        if units.negative_rows is not None:
-            rows_of_candidates = torch.cat([rows, units.negative_rows])
-        else:
-            rows_of_candidates = rows
-        return losses.same_text_candidates(rows, rows_of_candidates)
+        negative_rows = units.negative_rows if units.negative_rows is not None else rows[:0]
+        return losses.same_text_candidates(rows, torch.cat([rows, negative_rows]))
 
     @torch.no_grad()
     def _state_diagnostics(self, out: EricOutput, units: UnitInputs, target: torch.Tensor, allowed=None) -> None:

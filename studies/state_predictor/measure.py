@@ -70,6 +70,10 @@ def oracle_line(params_path: Path) -> dict:
             "oracle_vs_chance": round(loss / chance, 4), "val_texts": len(val), "batches": len(batches)}
 
 
+def _event_kind(row: dict, unit: int) -> str:
+    return row["world_events"][unit]
+
+
 def probe_arm(params_path: Path, model_dir: Path) -> dict:
     import torch
 
@@ -79,10 +83,9 @@ def probe_arm(params_path: Path, model_dir: Path) -> dict:
     torch.set_num_threads(1)
     params, _, collator, data = _setup(params_path)
     model, _ = load_stage_one(model_dir, "cpu")
-    kind = lambda row, n: row["world_events"][n]  # noqa: E731
-    train = unit_state_pairs(model, collator, _rows(data / "train.parquet", PROBE_TRAIN_TEXTS), kind)
+    train = unit_state_pairs(model, collator, _rows(data / "train.parquet", PROBE_TRAIN_TEXTS), _event_kind)
     test_rows = _rows(data / "test.parquet")
-    test = unit_state_pairs(model, collator, test_rows, kind)
+    test = unit_state_pairs(model, collator, test_rows, _event_kind)
     return {"label": "event kind of the unit", "train_texts": PROBE_TRAIN_TEXTS,
             "predicted": majority_probe(train, test, "predicted").to_dict(),
             "gold": majority_probe(train, test, "gold").to_dict(),

@@ -29,8 +29,12 @@ def curves(corpus: str, run: str) -> tuple[list[dict], list[dict]] | None:
     folder = OUTPUTS / corpus / run
     if not (folder / "val.csv").is_file():
         return None
-    read = lambda name: [{k: _num(v) for k, v in row.items()} for row in csv.DictReader((folder / name).open())]  # noqa: E731
-    return read("train.csv"), read("val.csv")
+    return _read_csv(folder / "train.csv"), _read_csv(folder / "val.csv")
+
+
+def _read_csv(path: Path) -> list[dict]:
+    with path.open() as handle:
+        return [{k: _num(v) for k, v in row.items()} for row in csv.DictReader(handle)]
 
 
 def _num(value: str):

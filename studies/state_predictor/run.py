@@ -30,6 +30,8 @@ ROOT = HERE.parents[1]
 RUNS, OUTPUTS = HERE / "runs", HERE / "outputs"
 sys.path.insert(0, str(ROOT))
 
+from eric.config import set_dotted  # noqa: E402  (the project root is on the path first)
+
 
 def load_study() -> dict:
     return yaml.safe_load((HERE / "study.yaml").read_text())
@@ -66,13 +68,6 @@ def corpus_params(study: dict, corpus: str) -> dict:
     for key, value in overrides.items():
         set_dotted(params, key, value)
     return params
-
-
-def set_dotted(tree: dict, key: str, value) -> None:
-    *parents, leaf = key.split(".")
-    for part in parents:
-        tree = tree.setdefault(part, {})
-    tree[leaf] = value
 
 
 def stage(script: str, params_path: Path, log: Path, *args: str) -> None:
