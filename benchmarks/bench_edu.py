@@ -30,8 +30,7 @@ from eric.data.readers import read_corpus
 from eric.data.segment import clean_units
 from eric.data.stats import count_tokens
 
-SHARED = PROJECT_ROOT.parent / "shared" / "data"
-RELEASED = SHARED / "eric-released" / "wikiplots_ERIC.txt"
+WIKIPLOTS_MINI = PROJECT_ROOT / "corpora" / "wikiplots-mini" / "plots.zip"
 RULES = ("discodvt", "clauses")
 
 
@@ -50,9 +49,9 @@ def lengths(stories: list[list[str]]) -> dict:
     }
 
 
-def released_units() -> list[list[str]]:
+def released_units(path: Path) -> list[list[str]]:
     """The released texts, each as one list of units; a leading empty unit stands for the input."""
-    lines = RELEASED.read_text(encoding="utf-8").splitlines()
+    lines = path.read_text(encoding="utf-8").splitlines()
     return [[""] + [u.strip() for u in line.split("<mask>") if u.strip()] for line in lines]
 
 
@@ -60,9 +59,13 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--stories", type=int, default=None, help="the first N stories [all]")
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--released", type=Path, default=None,
+                    help="the authors' wikiplots_ERIC.txt (optional input: docs/paper-notes.md), for its unit lengths")
     args = ap.parse_args()
+    if args.released and not args.released.is_file():
+        ap.error(f"no file at {args.released}")
 
-    stories = read_corpus("wikiplots", SHARED / "wikiplots-mini" / "plots.zip", SkipCounter())
+    stories = read_corpus("wikiplots", WIKIPLOTS_MINI, SkipCounter())
     sentences = [clean_units(s.units)[:16] for s in islice(stories, args.stories)]
     sentences = [s for s in sentences if s]
     nlp = load_pipeline(split_sentences=False, parse=True)
@@ -74,7 +77,9 @@ def main() -> None:
         parse_s, parse_cpu = time.perf_counter() - started, time.process_time() - cpu
     result = {"stories": len(sentences), "sentences": n_sent, "parse_seconds": round(parse_s, 1),
               "parse_cpu_seconds": round(parse_cpu, 1),
-              "sentence": lengths(sentences), "released": lengths(released_units())}
+              "sentence": lengths(sentences)}
+    if args.released:
+        result["released"] = lengths(released_units(args.released))
     for rules in RULES:
         started, cpu = time.perf_counter(), time.process_time()
         edus = [[d.text[a:b] for sent in d.sents for a, b in edu_ranges(sent, rules)] for d in docs]

@@ -1,11 +1,11 @@
 """Evaluation time for 1,000 texts: the text metrics alone, and with MAUVE.
 
-    python benchmarks/bench_evaluate.py [--n 1000] [--no-mauve] [--featurizer minilm|GPT2_DIR]
+    python benchmarks/bench_evaluate.py [--n 1000] [--no-mauve] [--featurizer minilm|GPT2_DIR] [--released PATH]
 
-Generations: the authors' released ERIC texts (../shared/data/eric-released). For
-MAUVE a reference side is needed: the first --n stories of wikiplots-mini (units
-2..16, real human text). They are not the released texts' references, so the MAUVE
-figure printed is a timing by-product, not a result. Timings are wall seconds of one
+Generations: the next --n stories of wikiplots-mini (units 2..16), or with --released the
+authors' released ERIC texts (an optional input: docs/paper-notes.md). References: the
+first --n stories of wikiplots-mini. They are not the generations' references, so the
+MAUVE figure printed is a timing by-product, not a result. Timings are wall seconds of one
 run (the host is noisy); each stage is timed separately:
   text metrics   prepare + tokenize + Rpt/D/Zipf/Len + BLEU/MSJ (both sides)
   featurizer     loading the model (once per process)
@@ -26,13 +26,11 @@ from eric.evaluate.mauve_score import make_featurizer, mauve_score
 from eric.evaluate.scoring import evaluate_texts
 from eric.evaluate.text import prepare
 
-SHARED = PROJECT_ROOT.parent / "shared" / "data"
-RELEASED = SHARED / "eric-released" / "wikiplots_ERIC.txt"
-WIKIPLOTS = SHARED / "wikiplots-mini" / "plots.zip"
+WIKIPLOTS = PROJECT_ROOT / "corpora" / "wikiplots-mini" / "plots.zip"
 
 
-def human_stories(n: int) -> list[str]:
-    """Units 2..16 of the first n stories with at least 6 sentences, as '<sent> ...'."""
+def human_stories() -> list[str]:
+    """Units 2..16 of the stories with at least 6 sentences, as '<sent> ...'."""
     with zipfile.ZipFile(WIKIPLOTS) as archive:
         lines = archive.read("plots").decode("utf-8").splitlines()
     stories, current = [], []
@@ -43,7 +41,7 @@ def human_stories(n: int) -> list[str]:
             current = []
         elif line.strip():
             current.append(line.strip())
-    return stories[:n]
+    return stories
 
 
 def timed(label: str, fn, *args, **kwargs):
@@ -60,13 +58,17 @@ def main() -> None:
     parser.add_argument("--no-mauve", action="store_true")
     parser.add_argument("--featurizer", default="minilm")
     parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--released", type=Path, help="the authors' wikiplots_ERIC.txt as generations")
     args = parser.parse_args()
+    if args.released and not args.released.is_file():
+        parser.error(f"no file at {args.released}")
 
-    generations = read_generations(RELEASED).texts[: args.n]
-    references = human_stories(len(generations))
-    generations = generations[: len(references)]
-    n = len(generations)
-    print(f"{n} released ERIC texts vs {n} wikiplots-mini stories")
+    stories = human_stories()
+    references = stories[: args.n]
+    generations = read_generations(args.released).texts if args.released else stories[args.n :]
+    n = min(len(references), len(generations), args.n)
+    generations, references = generations[:n], references[:n]
+    print(f"{n} {'released ERIC texts' if args.released else 'other wikiplots-mini stories'} vs {n} wikiplots-mini stories")
 
     scores, text_s = timed("text metrics", evaluate_texts, generations, references, mauve=False)
     total = text_s

@@ -1,6 +1,9 @@
 """Preprocess throughput: our stage vs raw spaCy `nlp.pipe` on the same texts.
 
-    python benchmarks/bench_preprocess.py [--stories 600] [--corpus wikiplots|wikibio]
+    python benchmarks/bench_preprocess.py [--stories 600] [--jsonl PATH]
+
+Corpus: the embedded wikiplots-mini, or with --jsonl a JSON-lines corpus of your own
+(e.g. wikibio-mini, an optional input: docs/pipeline.md).
 
 Raw = `nlp.pipe` over exactly the texts our stage hands to spaCy, with the same
 components; ours = the whole stage (read, clean, NER, anonymize, write Parquet).
@@ -22,10 +25,7 @@ from eric.data.nlp import load_pipeline
 from eric.data.pipeline import _tasks, run_preprocess
 from eric.data.readers import read_corpus
 
-CORPORA = {
-    "wikiplots": ("wikiplots", "../shared/data/wikiplots-mini/plots.zip"),
-    "wikibio": ("jsonl", "../shared/data/wikibio-mini/wikibio.jsonl.gz"),
-}
+WIKIPLOTS_MINI = "corpora/wikiplots-mini/plots.zip"
 
 
 def params(kind: str, path: str, stories: int, out: Path, n_process: int = 1):
@@ -61,10 +61,12 @@ def time_ours(cfg) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--stories", type=int, default=600)
-    parser.add_argument("--corpus", choices=CORPORA, default="wikiplots")
+    parser.add_argument("--jsonl", help="a JSON-lines corpus instead of wikiplots-mini")
     parser.add_argument("--repeats", type=int, default=3, help="best of N, interleaved (noisy host)")
     args = parser.parse_args()
-    kind, path = CORPORA[args.corpus]
+    kind, path = ("jsonl", args.jsonl) if args.jsonl else ("wikiplots", WIKIPLOTS_MINI)
+    if not Path(path).is_file():
+        parser.error(f"no corpus at {path}")
     with tempfile.TemporaryDirectory() as tmp:
         cfg1 = params(kind, path, args.stories, Path(tmp) / "one")
         load_pipeline(split_sentences=kind != "wikiplots")  # model load outside the timings
@@ -75,7 +77,7 @@ def main() -> None:
             ours = min(ours, time_ours(cfg1))
             ours2 = min(ours2, time_ours(cfg2))
     n = args.stories
-    print(f"corpus={args.corpus} stories={n} best of {args.repeats}")
+    print(f"corpus={path} stories={n} best of {args.repeats}")
     print(f"raw nlp.pipe      : {n / raw:7.1f} stories/s")
     print(f"ours, n_process=1 : {n / ours:7.1f} stories/s  (ratio to raw {raw / ours:.2f}; goal >= 0.85)")
     print(f"ours, n_process=2 : {n / ours2:7.1f} stories/s  (speed-up {ours / ours2:.2f}x)")

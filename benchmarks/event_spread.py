@@ -1,7 +1,7 @@
 """How spread out the sentence encoder's event vectors e_n are before any training
 (docs/state-space.md): random init vs a pretrained BART encoder.
 
-    python benchmarks/event_spread.py [--init ../shared/data/pretrained/bart-tiny-novels] [--batches 20]
+    python benchmarks/event_spread.py [--init PATH_TO_BART_DIR] [--batches 20]
 
 Builds the `eric` variant as the training stage does (params.yaml, the project's tokenizer,
 or with --init the checkpoint's own tokenizer), encodes the gold units of the first

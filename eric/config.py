@@ -42,7 +42,7 @@ class WorldParams(Section):
 class CorpusParams(Section):
     name: str = "wikiplots-mini"
     kind: Literal["wikiplots", "cnn", "jsonl", "world"] = "wikiplots"
-    path: str = "../shared/data/wikiplots-mini/plots.zip"  # world: not read (a DVC dependency only)
+    path: str = "corpora/wikiplots-mini/plots.zip"  # world: not read (a DVC dependency only)
     world: WorldParams = WorldParams()
 
 

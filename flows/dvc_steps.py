@@ -114,7 +114,7 @@ def cache_dir(root: Path, env: Mapping[str, str]) -> str:
 def isolated_checkout(root: Path, name: str, outside: list[str], env: Mapping[str, str]) -> Path:
     """A git worktree of HEAD at .dvc/tmp/eric-runs/<name> with the workspace's changes
     copied in and the project's DVC cache; `outside`: relative paths that leave the
-    project (../shared/...), linked so that they resolve from the worktree as well."""
+    project (../corpora/...), linked so that they resolve from the worktree as well."""
     runs = root / RUNS_DIR
     checkout = runs / name
     if checkout.exists():
@@ -133,7 +133,7 @@ def isolated_checkout(root: Path, name: str, outside: list[str], env: Mapping[st
         ups = next((i for i, p in enumerate(parts) if p != ".."), len(parts))
         if ups == 0 or ups == len(parts) or Path(rel).is_absolute():
             continue
-        first = parts[ups]  # ../shared/x -> `shared`, beside the worktree as beside the project
+        first = parts[ups]  # ../corpora/x -> `corpora`, beside the worktree as beside the project
         target = Path(os.path.normpath(root.joinpath(*parts[: ups + 1]))).resolve()
         link = Path(os.path.normpath(checkout.joinpath(*parts[: ups + 1])))
         if not link.exists() and not link.is_symlink() and target.exists():

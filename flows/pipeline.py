@@ -268,7 +268,7 @@ def effective_params(root: Path, overrides: dict[str, Any]) -> dict:
 
 
 def outside_paths(params: dict) -> list[str]:
-    """Relative paths in the params that leave the project (../shared/...): the
+    """Relative paths in the params that leave the project (../corpora/...): the
     execution's checkout links them (flows/dvc_steps.py)."""
     return sorted({v for v in review.flatten(params).values() if isinstance(v, str) and v.startswith("../")})
 

@@ -13,9 +13,8 @@ import pytest
 
 from eric.config import PROJECT_ROOT, load_params
 
-SHARED_DATA = PROJECT_ROOT.parent / "shared" / "data"
-WIKIPLOTS_MINI = SHARED_DATA / "wikiplots-mini" / "plots.zip"
-WIKIBIO_MINI = SHARED_DATA / "wikibio-mini" / "wikibio.jsonl.gz"
+WIKIPLOTS_MINI = PROJECT_ROOT / "corpora" / "wikiplots-mini" / "plots.zip"  # the embedded default
+WIKIBIO_MINI = PROJECT_ROOT / "tests" / "fixtures" / "wikibio-25.jsonl.gz"  # 25 articles of the second corpus
 
 STORY_A = [
     "Ash Williams drives to a cabin in the woods with his friends.",

@@ -1,6 +1,6 @@
 """The paper's text metrics (Table 2), on token lists from `eric.evaluate.text`.
 
-Definitions follow ../shared/docs/reference-notes.md ("Evaluation"). Ratios are
+Definitions: docs/paper-notes.md ("Evaluation"). Ratios are
 returned as fractions in [0, 1]; the caller scales them to percentages for display.
 """
 

@@ -30,7 +30,7 @@ contrastive_loss, each term separately (None when its mechanism is switched off)
 Sampling: `model.generate(input_ids, attention_mask, ...)` (eric/model/generation.py).
 Initialization from a BART checkpoint on disk: `EricForConditionalGeneration.from_bart(dir, ...)`.
 
-Where the paper leaves a detail open (see ../shared/docs/reference-notes.md):
+Where the paper leaves a detail open (docs/paper-notes.md):
 - s_n (D = 128) enters through a linear map to d_model, as in the authors' code (the
   paper's plain sum needs D = d_model);
 - unit 1 is planned from the prefix `</s> <s>` (q_0 is its mean, the predictor attends

@@ -32,7 +32,7 @@ VALUES = [
     20,
     0.0005,
     "wikiplots",
-    "../shared/data/wikiplots-mini/plots.zip",
+    "../corpora/wikiplots/plots.zip",
     "C:/odd path/it's:here.zip",
     "42",
     [3, 1],
@@ -61,10 +61,10 @@ def _git(root, *args):
 
 def test_an_execution_runs_in_a_checkout_of_its_own_and_leaves_the_workspace_alone(tmp_path):
     env = dict(os.environ, DVC_NO_ANALYTICS="1")
-    root, shared = tmp_path / "project", tmp_path / "shared"
+    root, outside = tmp_path / "project", tmp_path / "outside"
     root.mkdir()
-    shared.mkdir()
-    (shared / "corpus.txt").write_text("stories")
+    outside.mkdir()
+    (outside / "corpus.txt").write_text("stories")
     _git(root, "init", "-q")
     subprocess.run([sys.executable, "-m", "dvc", "init", "-q"], cwd=root, env=env, check=True)
     (root / "params.yaml").write_text("k: 1\n")
@@ -76,11 +76,11 @@ def test_an_execution_runs_in_a_checkout_of_its_own_and_leaves_the_workspace_alo
     (root / "gone.txt").unlink()
     before = _git(root, "status", "--porcelain")
 
-    checkout = isolated_checkout(root, "run-1", ["../shared/corpus.txt"], env)
+    checkout = isolated_checkout(root, "run-1", ["../outside/corpus.txt"], env)
     assert checkout == root / ".dvc" / "tmp" / "eric-runs" / "run-1"
     assert (checkout / "params.yaml").read_text() == "k: 2\n" and (checkout / "new.py").is_file()
     assert not (checkout / "gone.txt").exists()
-    assert (checkout / "../shared/corpus.txt").read_text() == "stories"  # as from the project
+    assert (checkout / "../outside/corpus.txt").read_text() == "stories"  # as from the project
     cache = subprocess.run([sys.executable, "-m", "dvc", "cache", "dir"], cwd=checkout, env=env,
                            capture_output=True, text=True, check=True).stdout.strip()
     assert Path(cache) == root / ".dvc" / "cache"

@@ -132,9 +132,9 @@ def test_prefect_yaml_deploys_this_flow_with_parameters_it_accepts():
 
 
 def test_the_effective_params_are_params_yaml_with_the_overrides_and_the_file_stays(tmp_path):
-    original = "seed: 1\nvariants: [eric, bart]\ncorpus: {path: ../shared/c.zip, name: x}\n"
+    original = "seed: 1\nvariants: [eric, bart]\ncorpus: {path: ../outside/c.zip, name: x}\n"
     (tmp_path / "params.yaml").write_text(original)
     merged = {"seed": 2, "variants": ["bart"], "~corpus.name": None}
-    assert effective_params(tmp_path, merged) == {"seed": 2, "variants": ["bart"], "corpus": {"path": "../shared/c.zip"}}
+    assert effective_params(tmp_path, merged) == {"seed": 2, "variants": ["bart"], "corpus": {"path": "../outside/c.zip"}}
     assert (tmp_path / "params.yaml").read_text() == original
-    assert outside_paths(effective_params(tmp_path, {})) == ["../shared/c.zip"]
+    assert outside_paths(effective_params(tmp_path, {})) == ["../outside/c.zip"]
