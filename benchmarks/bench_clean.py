@@ -13,6 +13,7 @@ import argparse
 import time
 
 from eric.data.clean import clean_markup
+from record import record
 
 PIECES = ["<ref>note ", "<ref name=x ", "[http://a.org b ", "{{cite ", "[[a|b ", "<span x ", "'''x "]
 
@@ -37,6 +38,7 @@ def main() -> None:
         clean_markup(text)
         best = min(best, time.perf_counter() - started)
     print(f"{len(text) / 1e6:.2f} MB of hostile markup cleaned in {best:.2f} s, best of {args.repeats} (goal < 2 s)")
+    record("bench_clean", {"megabytes": round(len(text) / 1e6, 2), "seconds_best": round(best, 3), "goal_seconds": 2.0})
 
 
 if __name__ == "__main__":

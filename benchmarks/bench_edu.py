@@ -29,6 +29,7 @@ from eric.data.nlp import load_pipeline
 from eric.data.readers import read_corpus
 from eric.data.segment import clean_units
 from eric.data.stats import count_tokens
+from record import record
 
 WIKIPLOTS_MINI = PROJECT_ROOT / "corpora" / "wikiplots-mini" / "plots.zip"
 RULES = ("discodvt", "clauses")
@@ -97,6 +98,8 @@ def main() -> None:
             "rules_only_edus_per_cpu_s": round(n_edu / max(seg_cpu, 1e-9)),
         }
     print(json.dumps(result, indent=2))
+    record("bench_edu", {"stories": result["stories"], "sentences": n_sent, "parse_seconds": result["parse_seconds"],
+                         **{f"{r}_edus_per_cpu_s": result[r]["edus_per_cpu_s"] for r in RULES}})
     if args.out:
         args.out.write_text(json.dumps(result, indent=2) + "\n")
 

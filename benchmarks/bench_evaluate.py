@@ -25,6 +25,7 @@ from eric.evaluate.io import read_generations
 from eric.evaluate.mauve_score import make_featurizer, mauve_score
 from eric.evaluate.scoring import evaluate_texts
 from eric.evaluate.text import prepare
+from record import record
 
 WIKIPLOTS = PROJECT_ROOT / "corpora" / "wikiplots-mini" / "plots.zip"
 
@@ -82,6 +83,8 @@ def main() -> None:
         print(f"  featurizer: {featurizer.name}; {2 * n / feat_s:.1f} texts/s; {buckets} buckets")
         print(f"  MAUVE (timing by-product, not comparable to the paper): {100 * score:.2f}")
     print(f"total for {n} texts{'' if args.no_mauve else ' with MAUVE'}: {total:.1f} s")
+    figures = {"texts": n, "text_metrics_seconds": round(text_s, 2), "total_seconds": round(total, 2)}
+    record("bench_evaluate" if args.no_mauve else "bench_evaluate_mauve", figures)
     print("  " + ", ".join(f"{k} {scores[k]:.2f}" for k in ("B-1", "MSJ-1", "Rpt-16", "D-3", "Zipf", "Len")))
 
 

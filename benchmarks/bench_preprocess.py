@@ -24,6 +24,7 @@ from eric.data.errors import SkipCounter
 from eric.data.nlp import load_pipeline
 from eric.data.pipeline import _tasks, run_preprocess
 from eric.data.readers import read_corpus
+from record import record
 
 WIKIPLOTS_MINI = "corpora/wikiplots-mini/plots.zip"
 
@@ -81,6 +82,9 @@ def main() -> None:
     print(f"raw nlp.pipe      : {n / raw:7.1f} stories/s")
     print(f"ours, n_process=1 : {n / ours:7.1f} stories/s  (ratio to raw {raw / ours:.2f}; goal >= 0.85)")
     print(f"ours, n_process=2 : {n / ours2:7.1f} stories/s  (speed-up {ours / ours2:.2f}x)")
+    record("bench_preprocess", {"stories": n, "raw_stories_per_s": round(n / raw, 1),
+                                "ours_stories_per_s": round(n / ours, 1), "ratio_to_raw": round(raw / ours, 3),
+                                "goal_ratio": 0.85, "n_process_2_speedup": round(ours / ours2, 3)})
 
 
 if __name__ == "__main__":

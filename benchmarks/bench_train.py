@@ -29,6 +29,7 @@ from eric.train.ds_config import apply_precision, read_config
 from eric.train.engine import build_optimizer
 from eric.train.loop import LoopSettings, Trainer
 from eric.train.runtime import bf16_supported, device_kind
+from record import record
 
 SIZES = {  # the tiny preset of the embedded default, and bart-base dimensions
     "tiny": dict(d_model=256, encoder_layers=3, decoder_layers=3, encoder_attention_heads=4,
@@ -144,6 +145,9 @@ def main() -> None:
     overhead = 100 * (best_plain / best_ours - 1)
     print(f"best of {args.rounds}: plain {best_plain:,.0f} tok/s, ours {best_ours:,.0f} tok/s, "
           f"overhead {overhead:+.1f}% (goal <= 10%) -> {'ok' if overhead <= 10 else 'OVER'}")
+    record("bench_train", {"size": args.size, "batch": args.batch, "clock": args.clock,
+                           "plain_tokens_per_s": round(best_plain), "ours_tokens_per_s": round(best_ours),
+                           "overhead_percent": round(overhead, 1), "goal_overhead_percent": 10})
 
 
 if __name__ == "__main__":

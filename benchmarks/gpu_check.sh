@@ -3,7 +3,9 @@
 # (infra/deepspeed/gpu_bf16.json) and ZeRO-2 (gpu_bf16_zero2.json). Run from the project root on a
 # CUDA machine with the venv set up (infra/setup.sh, then a CUDA torch: DEVELOPERS.md):
 #
-#     bash benchmarks/gpu_check.sh            # figures -> outputs/gpu_check/<card>.json + .log
+#     bash benchmarks/gpu_check.sh   # -> studies/benchmarks/outputs/gpu/gpu_check_<card>_<commit>.json + .log
+#
+# Commit the JSON with the code that made it: docs/gpu.md is rendered from it (python -m studies.render).
 #
 # Extra arguments go to gpu_check.py (e.g. --peak-tflops 989 for a card not in its table).
 set -euo pipefail
@@ -14,8 +16,10 @@ if ! "$PYTHON" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() el
   exit 2
 fi
 card=$("$PYTHON" -c 'import torch; print(torch.cuda.get_device_name().replace(" ", "_"))')
-mkdir -p outputs/gpu_check
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+out=studies/benchmarks/outputs/gpu
+mkdir -p "$out"
 export TOKENIZERS_PARALLELISM=false
 "$PYTHON" benchmarks/gpu_check.py --size base --steps 20 --warmup 5 --batch 16 \
-  --sample-batches 1 8 32 --sample-tokens 128 --out "outputs/gpu_check/$card.json" "$@" \
-  2>&1 | tee "outputs/gpu_check/$card.log"
+  --sample-batches 1 8 32 --sample-tokens 128 --out "$out/gpu_check_${card}_${commit}.json" "$@" \
+  2>&1 | tee "$out/gpu_check_${card}_${commit}.log"

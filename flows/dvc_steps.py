@@ -185,6 +185,25 @@ def experiment_name(output: str) -> str | None:
     return found.group(1) if found else None
 
 
+KEPT_FILES = ("dvc.lock", "params.yaml", "reports/results.md")  # with the metrics: what a study keeps
+
+
+def keep_outputs(checkout: Path, metric_paths: list[str], dest: Path) -> list[str]:
+    """Copy what a study publishes from an execution's checkout into `dest` (replaced
+    whole): the metrics files, the report's markdown, and the dvc.lock and params.yaml
+    that say exactly what ran. Models stay in the DVC cache. Returns the copied paths."""
+    if dest.exists():
+        shutil.rmtree(dest)
+    kept = []
+    for rel in [*KEPT_FILES, *sorted(metric_paths)]:
+        src = checkout / rel
+        if src.is_file():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / rel)
+            kept.append(rel)
+    return kept
+
+
 def read_metrics(root: Path, env: dict[str, str]) -> dict[str, dict]:
     """The metrics files of a checkout (`root`), as declared in dvc.yaml: {path: values}."""
     done = subprocess.run(

@@ -42,6 +42,7 @@ from dvc_steps import (  # noqa: E402
     dvc_command,
     experiment_name,
     isolated_checkout,
+    keep_outputs,
     read_metrics,
     read_params,
     remove_checkout,
@@ -203,10 +204,14 @@ def pipeline(
     experiment: str | None = None,
     exp_name: str | None = None,
     force: bool = False,
+    keep: str | None = None,
+    tags: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Run the DVC pipeline as a DVC experiment (overrides -> `dvc exp run -S`) in a
     checkout of its own, and record it in MLflow (experiment: the corpus name, where
-    eric/tracking.py puts the stages' runs). The workspace is left as it is."""
+    eric/tracking.py puts the stages' runs). The workspace is left as it is; `keep`: a
+    folder that receives the run's metrics, report and dvc.lock (a study's outputs);
+    `tags`: extra MLflow tags on the pipeline run (a study's name and configuration)."""
     root = PROJECT_ROOT
     corpus = {"corpus_path": corpus_path, "corpus_kind": corpus_kind, "corpus_name": corpus_name}
     params = read_params(root)
@@ -227,6 +232,7 @@ def pipeline(
         "prefect.flow_run_id": str(flow_run.id),
         "prefect.flow_run_name": flow_run.name,
         "eric.profile": profile or "none",
+        **(tags or {}),
     }
     names = review.variant_names(effective, variants)
     exp_id, run_id, variant_runs = open_run(uri, experiment, f"pipeline {flow_run.name}", tags, effective, names)
@@ -240,6 +246,8 @@ def pipeline(
     finally:  # a failed execution is recorded too, with whatever metrics exist
         try:
             report["metrics"] = _metrics_or_none(checkout, env)
+            if keep and ok:
+                report["kept"] = keep_outputs(checkout, list(report["metrics"]), Path(keep))
             report["variant_runs"] = close_run(
                 uri, exp_id, run_id, variant_runs, checkout, effective, report["metrics"], report, ok
             )

@@ -22,7 +22,7 @@ PAGE = ROOT / "docs" / "state-predictor.md"
 IMAGES = ROOT / "docs" / "img"
 NAMES = {"world": "EntityWorld", "wikiplots": "WikiPlots (embedded default)"}
 T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571}  # two-sided 95% Student t, by degrees of freedom
-STUDY = yaml.safe_load((HERE / "study.yaml").read_text())
+STUDY = yaml.safe_load((HERE / "arms.yaml").read_text())
 
 
 def curves(corpus: str, run: str) -> tuple[list[dict], list[dict]] | None:
@@ -118,7 +118,11 @@ def seed_interval(corpus: str, arm: str, step: int) -> dict | None:
             "values": values}
 
 
-def plot(corpus: str, arms: list[str], oracle: float | None) -> str | None:
+def plot(corpus: str, arms: list[str], oracle: float | None, draw: bool = True) -> str | None:
+    """The L_CL / chance curves of `arms` as docs/img/state-predictor-<corpus>.png (drawn
+    only when `draw`); returns its path relative to docs/, None when no arm has curves."""
+    if not draw:
+        return f"img/state-predictor-{corpus}.png" if any(curves(corpus, arm) for arm in arms) else None
     import matplotlib
 
     matplotlib.use("Agg")
@@ -157,7 +161,7 @@ def load_json(path: Path) -> dict | None:
 
 
 def target_checks(world_main: dict, oracle: dict | None, probe: dict | None, wiki: dict | None) -> list[str]:
-    """The issue's targets, each checked against the outputs."""
+    """The study's targets, each checked against the outputs."""
     lines = []
     if world_main and world_main["ratio"] is not None:
         line = max(0.8, 1.1 * oracle["oracle_vs_chance"]) if oracle else 0.8
@@ -237,13 +241,13 @@ def ablation_arms() -> list[str]:
     return [arm for arm, cfg in STUDY["arms"].items() if cfg["kind"] == "ablation"]
 
 
-def page() -> str:
+def page(draw: bool = True) -> str:
     world, wiki = STUDY["corpora"]["world"], STUDY["corpora"]["wikiplots"]
     w_main, w_abl, wiki_steps = world["steps"]["main"], world["steps"]["ablation"], wiki["steps"]["main"]
     oracle = load_json(OUTPUTS / "world" / "oracle.json")
     oracle_ratio = oracle["oracle_vs_chance"] if oracle else None
-    world_plot = plot("world", main_arms() + ablation_arms(), oracle_ratio)
-    wiki_plot = plot("wikiplots", wiki.get("arms", main_arms()), None)
+    world_plot = plot("world", main_arms() + ablation_arms(), oracle_ratio, draw)
+    wiki_plot = plot("wikiplots", wiki.get("arms", main_arms()), None, draw)
     fixed = "decoupled"
     out = [
         "# Why ERIC's state predictor learned nothing, and the fix",
@@ -252,9 +256,9 @@ def page() -> str:
         "",
         "Every number below is read from `studies/state_predictor/outputs/` by "
         "`studies/state_predictor/render.py`: the training stage's own curves (`train.csv`, `val.csv` per arm), the "
-        "oracle, the probes and the gradient norms. The arms, corpora and budgets are `studies/state_predictor/study.yaml`; "
-        "`python studies/state_predictor/run.py` reruns what is missing (about two hours on 2 CPU cores), then "
-        "`python studies/state_predictor/render.py` rewrites this page. Each arm trains ERIC with the real "
+        "oracle, the probes and the gradient norms. The arms, corpora and budgets are `studies/state_predictor/arms.yaml`; "
+        "`python flows/study.py studies/state_predictor` reruns what is missing (its `run.py`) and rewrites this "
+        "page (`python -m studies.render`). Each arm trains ERIC with the real "
         "`train_stage_one` stage (tiny preset from random weights, batch 8, lr 5e-4 with linear decay, one torch thread); "
         f"EntityWorld: {world['set']['corpus.world.stories']:,} generated stories, validation on the first "
         f"{world['set']['train.max_val_examples']} validation stories.",
@@ -318,14 +322,19 @@ def page() -> str:
     out += curve_table("wikiplots", wiki_arms) + [""]
     out += table([r for arm in wiki_arms if (r := arm_row("wikiplots", arm, wiki_steps))]) + [""]
     out += [f"Seeds at step {wiki_steps}:", ""] + seeds_table("wikiplots", wiki_steps) + [""]
-    out += ["## Against the issue's targets", ""]
+    out += ["## Against the targets", ""]
     out += target_checks(arm_row("world", fixed, w_main), oracle, load_json(OUTPUTS / "world" / fixed / "probe.json"),
                          arm_row("wikiplots", fixed, wiki_steps))
     return "\n".join(out) + "\n"
 
 
+def pages() -> dict[Path, str]:
+    """The generated page, for studies/render.py (the plots are drawn by main())."""
+    return {PAGE: page(draw=False)}
+
+
 def main() -> None:
-    PAGE.write_text(page())
+    PAGE.write_text(page(draw=True))
     print(f"wrote {PAGE.relative_to(ROOT)}")
 
 

@@ -1,4 +1,4 @@
-"""Run the state-predictor study (study.yaml): every arm trains ERIC with the real stage.
+"""Run the state-predictor study (arms.yaml): every arm trains ERIC with the real stage.
 
     python studies/state_predictor/run.py [--corpora world wikiplots] [--arms paper decoupled]
         [--jobs 2] [--no-seeds] [--only-outputs]
@@ -34,7 +34,7 @@ from eric.config import set_dotted  # noqa: E402  (the project root is on the pa
 
 
 def load_study() -> dict:
-    return yaml.safe_load((HERE / "study.yaml").read_text())
+    return yaml.safe_load((HERE / "arms.yaml").read_text())
 
 
 def arm_runs(study: dict, corpus: str, arms: list[str], seeds: bool) -> list[tuple[str, int, dict]]:
@@ -136,7 +136,7 @@ def main() -> None:
     study = load_study()
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpora", nargs="+", default=list(study["corpora"]))
-    parser.add_argument("--arms", nargs="+", default=None, help="default: the corpus's `arms` in study.yaml, or all")
+    parser.add_argument("--arms", nargs="+", default=None, help="default: the corpus's `arms` in arms.yaml, or all")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--no-seeds", action="store_true", help="skip the extra seeds")
     parser.add_argument("--skip-extras", action="store_true", help="no oracle or probe")

@@ -21,6 +21,7 @@ from dvc_steps import (
     experiment_name,
     hydra_value,
     isolated_checkout,
+    keep_outputs,
     read_metrics,
     remove_checkout,
     run_streaming,
@@ -162,3 +163,16 @@ def test_read_metrics_reads_the_files_dvc_yaml_declares(tmp_path):
     (tmp_path / "metrics" / "eric" / "eval.json").write_text(json.dumps({"bleu": 2.5, "n": {"k": 1}}))
     (tmp_path / "undeclared.json").write_text(json.dumps({"x": 1}))
     assert read_metrics(tmp_path, env) == {"metrics/eric/eval.json": {"bleu": 2.5, "n": {"k": 1}}}
+
+
+def test_a_study_keeps_the_metrics_report_and_lock_of_an_execution(tmp_path):
+    checkout, dest = tmp_path / "checkout", tmp_path / "kept"
+    for rel, text in {"dvc.lock": "stages: {}\n", "params.yaml": "seed: 1\n", "reports/results.md": "# R\n",
+                      "metrics/evaluate/eric.json": "{}", "models/stage_one/eric/model.safetensors": "w"}.items():
+        (checkout / rel).parent.mkdir(parents=True, exist_ok=True)
+        (checkout / rel).write_text(text)
+    (dest / "stale").mkdir(parents=True)
+    kept = keep_outputs(checkout, ["metrics/evaluate/eric.json", "metrics/train/missing.json"], dest)
+    assert kept == ["dvc.lock", "params.yaml", "reports/results.md", "metrics/evaluate/eric.json"]
+    assert sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file()) == sorted(kept)
+    assert (dest / "reports/results.md").read_text() == "# R\n"  # models stay in the DVC cache

@@ -1,0 +1,40 @@
+"""Where a benchmark's figures go: studies/benchmarks/outputs/<name>.json, with the host
+(cores, load average, processor), the commit and the command line beside them, so that
+docs/benchmarks.md is rendered from what ran (`python -m studies.render`), not typed."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+OUTPUTS = PROJECT_ROOT / "studies" / "benchmarks" / "outputs"
+
+
+def _commit() -> str:
+    done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=PROJECT_ROOT, capture_output=True, text=True, check=False)
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=PROJECT_ROOT,
+                           capture_output=True, text=True, check=False).stdout.strip()
+    return (done.stdout.strip() or "unknown") + ("+dirty" if dirty else "")
+
+
+def host() -> dict:
+    return {"cores": os.cpu_count(), "load": round(os.getloadavg()[0], 2), "processor": platform.processor()
+            or platform.machine(), "python": platform.python_version(),
+            "torch_threads": int(os.environ.get("OMP_NUM_THREADS", "0")) or None}
+
+
+def record(name: str, result: dict, out_dir: Path = OUTPUTS) -> Path:
+    """Write one benchmark's figures (a flat dict of numbers and short strings)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    entry = {"benchmark": name, "command": " ".join(["python", *sys.argv]), "commit": _commit(), "host": host(),
+             "finished": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "result": result}
+    path = out_dir / f"{name}.json"
+    path.write_text(json.dumps(entry, indent=2) + "\n")
+    print(f"recorded {path.relative_to(PROJECT_ROOT) if path.is_relative_to(PROJECT_ROOT) else path}")
+    return path

@@ -1,0 +1,118 @@
+"""A study: one published table, rerun with one command.
+
+    python flows/study.py studies/<name> [--only CONFIG ...] [--force]
+
+or `prefect deployment run eric-study/study --param study=studies/baselines`.
+`studies/<name>/study.yaml` declares its configurations (params overrides, a profile,
+the variants); each runs through the pipeline flow (flows/pipeline.py, as a deployment
+runs it: a DVC experiment in a checkout of its own, one MLflow pipeline run tagged with
+the study and configuration) and keeps its metrics, report and dvc.lock under
+`studies/<name>/outputs/<config>/` with `run.json` (commit, command, MLflow run). A
+configuration whose outputs exist is skipped (resumable; `--force` reruns it; stages
+DVC already ran with the same code and params come from its run cache). Then the study's
+`results.md` and the docs' generated blocks are rendered (studies/render.py).
+
+A study with a runner of its own (`runner: run.py` in study.yaml, e.g. studies that
+train single arms) runs that script, inside this flow.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from pipeline import PROJECT_ROOT, pipeline  # noqa: E402  (sets the Prefect/MLflow environment first)
+from dvc_steps import OverrideError, PipelineError  # noqa: E402
+from prefect import flow, get_run_logger, task  # noqa: E402
+from prefect.cache_policies import NO_CACHE  # noqa: E402
+
+sys.path.insert(0, str(PROJECT_ROOT))
+from studies.spec import RUN_FILE, StudySpec, load_study  # noqa: E402
+
+
+@task(cache_policy=NO_CACHE)
+def run_own_runner(spec: StudySpec) -> None:
+    """A study that runs its arms itself (`runner: script.py [args]`, resumable by itself)."""
+    logger = get_run_logger()
+    script, *args = shlex.split(spec.runner)
+    command = [sys.executable, str(spec.folder / script), *args]
+    logger.info("$ %s", " ".join(command))
+    done = subprocess.run(command, cwd=PROJECT_ROOT, check=False)
+    if done.returncode != 0:
+        raise PipelineError(f"{spec.runner} exited with {done.returncode}")
+
+
+def _record(spec: StudySpec, name: str, result: dict[str, Any]) -> None:
+    run = {
+        "study": spec.name,
+        "configuration": name,
+        "commit": result["git"]["commit"],
+        "dirty": result["git"]["dirty"],
+        "command": result["command"],
+        "overrides": result["overrides"],
+        "dvc_experiment": result.get("dvc_experiment"),
+        "mlflow_run_id": result["mlflow"]["run_id"],
+        "finished": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+    (spec.outputs / name / RUN_FILE).write_text(json.dumps(run, indent=2) + "\n")
+
+
+@flow(name="eric-study", persist_result=False)
+def study(study: str, only: list[str] | None = None, force: bool = False) -> dict[str, str]:
+    """Run what is missing of a study, keep its outputs, render its pages."""
+    from studies import render
+
+    logger = get_run_logger()
+    spec = load_study(PROJECT_ROOT / study)
+    done: dict[str, str] = {}
+    if spec.runner:
+        run_own_runner(spec)
+    for name, config in spec.configurations.items():
+        if only and name not in only:
+            continue
+        if not force and spec.is_done(name):
+            logger.info("%s: kept outputs exist (--force reruns it)", name)
+            done[name] = "kept"
+            continue
+        logger.info("%s: running %s", name, config.describe())
+        result = pipeline(
+            profile=config.profile,
+            overrides=config.set,
+            variants=config.variants,
+            experiment=f"study-{spec.name}",
+            keep=str(spec.outputs / name),
+            tags={"eric.study": spec.name, "eric.study.configuration": name},
+        )
+        _record(spec, name, result)
+        done[name] = "ran"
+    written = render.render_all()
+    logger.info("rendered: %s", ", ".join(str(p) for p in written) or "nothing changed")
+    return done
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(description="Rerun a study (what is missing) and render its pages.")
+    parser.add_argument("study", help="a folder under studies/, e.g. studies/baselines")
+    parser.add_argument("--only", action="append", help="this configuration only (repeatable)")
+    parser.add_argument("--force", action="store_true", help="rerun configurations whose outputs exist")
+    args = parser.parse_args(argv)
+    path = Path(args.study).resolve()
+    try:
+        rel = str(path.relative_to(PROJECT_ROOT))
+        done = study(rel, args.only, args.force)
+    except (ValueError, OverrideError, PipelineError) as exc:
+        sys.exit(f"eric-study: {exc}")
+    print(yaml.safe_dump(done, sort_keys=False), end="")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,46 @@
+"""Run the CPU benchmarks whose figures docs/benchmarks.md shows (each writes its own JSON
+under outputs/ through benchmarks/record.py), one after another.
+
+    python studies/benchmarks/run.py [--only bench_clean ...] [--missing]
+
+--missing runs only those without an outputs/<name>.json (what flows/study.py runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+OUTPUTS = Path(__file__).resolve().parent / "outputs"
+BENCHMARKS = {  # name -> arguments (the settings the docs describe)
+    "bench_clean": [],
+    "bench_evaluate": ["--no-mauve"],
+    "bench_preprocess": ["--stories", "300"],
+    "bench_train": ["--threads", "1", "--clock", "process"],
+}
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="+", choices=sorted(BENCHMARKS))
+    parser.add_argument("--missing", action="store_true")
+    args = parser.parse_args(argv)
+    names = args.only or list(BENCHMARKS)
+    if args.missing:
+        names = [n for n in names if not (OUTPUTS / f"{n}.json").is_file()]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    for name in names:
+        command = [sys.executable, str(ROOT / "benchmarks" / f"{name}.py"), *BENCHMARKS[name]]
+        print("$", " ".join(command[1:]), flush=True)
+        if subprocess.run(command, cwd=ROOT, env=env, check=False).returncode != 0:
+            print(f"{name} failed", file=sys.stderr)
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,281 @@
+"""Every published number, rendered from committed outputs.
+
+    python -m studies.render            # rewrite what changed
+    python -m studies.render --check    # exit 1 when a generated block or page is stale
+
+A generated block in README.md or docs/*.md sits between
+
+    <!-- BEGIN generated: NAME -->
+    <!-- END generated: NAME -->
+
+and is rewritten from the function BLOCKS[NAME] (its source: the default pipeline's
+committed metrics, a study's outputs, the benchmarks' JSON). Whole generated pages: each
+study's results.md and docs/state-predictor.md. tests/test_generated_docs.py fails when
+any of them differs from what the committed outputs produce.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from eric.config import PROJECT_ROOT, load_params
+from eric.evaluate.report import ReportInputs, analysis_rows, display_name, table_rows, training_rows
+from eric.evaluate.report import ANALYSIS_COLUMNS, TRAINING_COLUMNS
+from eric.evaluate.report import _markdown_table as markdown_table
+from eric.evaluate.scoring import METRIC_NAMES
+from eric.evaluate.world_metrics import WORLD_HEADER, world_rows
+from studies.spec import StudySpec, all_studies, load_study
+
+BLOCK = re.compile(r"(<!-- BEGIN generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- END generated: (?P=name) -->)", re.S)
+DOC_FILES = ("README.md", "docs/*.md")
+MISSING = "–"
+
+
+# --- the default pipeline (committed dvc.lock + metrics/) ---------------------------------
+
+def pipeline_inputs(root: Path = PROJECT_ROOT) -> ReportInputs:
+    """The committed metrics of `dvc repro` on params.yaml, as the report reads them."""
+    params = load_params(root / "params.yaml")
+    evaluate = {v: _json(root / "metrics" / "evaluate" / f"{v}.json") for v in params.variants}
+    train = {v: _json(root / "metrics" / "train" / f"{v}.json") for v in params.variants}
+    return ReportInputs({v: m for v, m in evaluate.items() if m is not None},
+                        training={v: t for v, t in train.items() if t is not None})
+
+
+def headline() -> str:
+    inputs = pipeline_inputs()
+    if not inputs.metrics:
+        return "_No committed run of the pipeline: `dvc repro` writes `metrics/`._\n"
+    lines = [markdown_table(["Model", *METRIC_NAMES], table_rows(inputs)), "",
+             markdown_table(["Model", *TRAINING_COLUMNS], training_rows(inputs)), "",
+             f"`dvc repro` on params.yaml ({_pipeline_about()}): `metrics/`, committed with its `dvc.lock`; "
+             "the full report is `reports/results.md`."]
+    return "\n".join(lines) + "\n"
+
+
+def _pipeline_about() -> str:
+    params = load_params(PROJECT_ROOT / "params.yaml")
+    stats = _json(PROJECT_ROOT / "data" / "processed" / "stats.json") or {}
+    tests = (stats.get("test") or {}).get("examples")
+    size = f"{params.model.size} preset" if getattr(params.model, "size", None) else "model as params.yaml"
+    parts = [params.corpus.name, size, f"{params.train.max_steps} optimizer steps per model"]
+    if tests:
+        parts.append(f"{min(tests, params.sample.num_inputs)} test inputs")
+    return ", ".join(parts)
+
+
+def corpus_stats() -> str:
+    stats = _json(PROJECT_ROOT / "data" / "processed" / "stats.json")
+    if not stats:
+        return "_No committed `data/processed/stats.json`: `dvc repro preprocess` writes it._\n"
+    splits = [s for s in ("train", "validation", "test") if isinstance(stats.get(s), dict)]
+    keys = [k for k, v in stats[splits[0]].items() if isinstance(v, (int, float))] if splits else []
+    rows = [[split, *(_num(stats[split].get(k)) for k in keys)] for split in splits]
+    skipped = stats.get("skipped") or {}
+    tail = ""
+    if skipped:
+        tail = "\nSkipped: " + ", ".join(f"{k} {v}" for k, v in sorted(skipped.items())) + "."
+    return markdown_table(["split", *keys], rows) + "\n" + tail + "\n"
+
+
+# --- studies ---------------------------------------------------------------------------
+
+def study_inputs(spec: StudySpec, configuration: str) -> ReportInputs:
+    files = spec.metrics(configuration)
+    evaluate = {Path(p).stem: m for p, m in files.items() if p.startswith("metrics/evaluate/")}
+    train = {Path(p).stem: m for p, m in files.items() if p.startswith("metrics/train/") and Path(p).stem != "mentions"}
+    return ReportInputs(evaluate, training=train)
+
+
+def study_tables(spec: StudySpec) -> str:
+    """Every configuration of a study: Table 2, the analyses, the training budget."""
+    if spec.runner:
+        return f"Rendered by `{spec.folder.relative_to(PROJECT_ROOT)}/render.py`.\n"
+    parts = []
+    for name in spec.configurations:
+        run = spec.run(name)
+        if run is None:
+            parts.append(f"**{name}**: not run at this commit ({_rerun(spec, name)}).\n")
+            continue
+        inputs = study_inputs(spec, name)
+        parts += [f"**{name}** ({_provenance(spec, name, run)})", "",
+                  markdown_table(["Model", *METRIC_NAMES], table_rows(inputs)), "",
+                  markdown_table(["Model", *ANALYSIS_COLUMNS], analysis_rows(inputs)), "",
+                  markdown_table(["Model", *TRAINING_COLUMNS], training_rows(inputs)), ""]
+        world = world_rows(inputs.metrics, display_name)
+        if world:
+            parts += [markdown_table(WORLD_HEADER, world), ""]
+    if spec.status and not any(spec.is_done(n) for n in spec.configurations):
+        parts.append(f"_{spec.status}_\n")
+    return "\n".join(parts)
+
+
+def _provenance(spec: StudySpec, name: str, run: dict) -> str:
+    folder = (spec.outputs / name).relative_to(PROJECT_ROOT)
+    dirty = ", uncommitted changes" if run.get("dirty") else ""
+    return f"`{folder}`, commit {run['commit'][:7]}{dirty}, {run['finished'][:10]}"
+
+
+def _rerun(spec: StudySpec, name: str) -> str:
+    folder = spec.folder.relative_to(PROJECT_ROOT)
+    return f"`python flows/study.py {folder} --only {name}`"
+
+
+def study_page(spec: StudySpec) -> str:
+    folder = spec.folder.relative_to(PROJECT_ROOT)
+    head = [f"# {spec.title}", "", spec.about.strip(), "",
+            f"Rerun what is missing: `python flows/study.py {folder}` (`--force` reruns everything). "
+            "Rendered by `python -m studies.render` from `outputs/`.", ""]
+    return "\n".join(head) + study_tables(spec)
+
+
+def studies_index() -> str:
+    rows = []
+    for spec in all_studies(PROJECT_ROOT):
+        done = [n for n in spec.configurations if spec.is_done(n)]
+        state = (f"{len(done)}/{len(spec.configurations)} configurations kept" if spec.configurations
+                 else "its own runner")
+        rows.append([f"`studies/{spec.name}`", spec.title, state, f"`python flows/study.py studies/{spec.name}`"])
+    return markdown_table(["study", "what", "outputs", "rerun"], rows) + "\n"
+
+
+def _study_block(name: str) -> Callable[[], str]:
+    return lambda: study_tables(load_study(PROJECT_ROOT / "studies" / name))
+
+
+# --- benchmarks (studies/benchmarks/outputs/*.json, written by the scripts) ----------------
+
+def benchmarks() -> str:
+    folder = PROJECT_ROOT / "studies" / "benchmarks" / "outputs"
+    rows = []
+    for path in sorted(folder.glob("*.json")):
+        record = json.loads(path.read_text())
+        host = record.get("host") or {}
+        figures = "; ".join(f"{k} {_num(v)}" for k, v in (record.get("result") or {}).items()
+                            if isinstance(v, (int, float)))
+        rows.append([f"`{record.get('benchmark', path.stem)}`", figures or MISSING,
+                     f"{host.get('cores', '?')} cores, load {_num(host.get('load'))}",
+                     str(record.get("commit", "?"))[:7]])
+    if not rows:
+        return "_No benchmark has written its JSON yet._\n"
+    return markdown_table(["benchmark", "figures", "host", "commit"], rows) + "\n"
+
+
+def gpu_check() -> str:
+    folder = PROJECT_ROOT / "studies" / "benchmarks" / "outputs" / "gpu"
+    parts = []
+    for path in sorted(folder.glob("gpu_check_*.json")):
+        record = json.loads(path.read_text())
+        meta = record.get("meta") or {}
+        about = ", ".join(f"{k} {meta[k]}" for k in ("device", "size", "batch", "src", "tgt", "bf16", "torch") if k in meta)
+        parts += [f"**`{path.name}`** (code: {path.stem.rsplit('_', 1)[-1]}; {about})", "", _gpu_table(record), ""]
+    return "\n".join(parts) if parts else "_No GPU check has been run._\n"
+
+
+def _gpu_table(record: dict) -> str:
+    """One row per figure, one column per model (gpu_check.py's `results`)."""
+    results = {m: _flat(r) for m, r in (record.get("results") or {}).items() if isinstance(r, dict)}
+    keys = list(dict.fromkeys(k for r in results.values() for k, v in r.items()
+                              if isinstance(v, (int, float)) and not isinstance(v, bool)))
+    rows = [[k, *(_num(r.get(k)) for r in results.values())] for k in keys]
+    return markdown_table(["figure", *results], rows)
+
+
+def _flat(d: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in d.items():
+        key = f"{prefix}.{k}" if prefix else str(k)
+        out.update(_flat(v, key) if isinstance(v, dict) else {key: v})
+    return out
+
+
+# --- the registry and the files ---------------------------------------------------------
+
+BLOCKS: dict[str, Callable[[], str]] = {
+    "headline": headline,
+    "corpus-stats": corpus_stats,
+    "studies": studies_index,
+    "ablations": _study_block("ablations"),
+    "baselines": _study_block("baselines"),
+    "entityworld": _study_block("entityworld"),
+    "benchmarks": benchmarks,
+    "gpu-check": gpu_check,
+}
+
+
+def render_text(text: str, where: str = "") -> str:
+    def fill(match: re.Match) -> str:
+        name = match["name"]
+        if name not in BLOCKS:
+            raise KeyError(f"{where}: unknown generated block {name!r} (known: {', '.join(BLOCKS)})")
+        return match.group(1) + BLOCKS[name]() + match.group(4)
+
+    return BLOCK.sub(fill, text)
+
+
+def expected_files() -> dict[Path, str]:
+    """Every generated file and every file with generated blocks -> its rendered text."""
+    out = {}
+    for pattern in DOC_FILES:
+        for path in sorted(PROJECT_ROOT.glob(pattern)):
+            text = path.read_text()
+            if BLOCK.search(text):
+                out[path] = render_text(text, str(path.relative_to(PROJECT_ROOT)))
+    for spec in all_studies(PROJECT_ROOT):
+        if spec.runner:
+            out.update(_own_pages(spec))
+        else:
+            out[spec.folder / "results.md"] = study_page(spec)
+    return out
+
+
+def _own_pages(spec: StudySpec) -> dict[Path, str]:
+    """A study with its own renderer (render.py: `pages() -> {path: text}`)."""
+    import importlib
+
+    module = importlib.import_module(f"studies.{spec.name}.render")
+    return {Path(p): text for p, text in module.pages().items()}
+
+
+def stale() -> list[Path]:
+    return [p for p, text in expected_files().items() if not p.is_file() or p.read_text() != text]
+
+
+def render_all() -> list[Path]:
+    written = []
+    for path, text in expected_files().items():
+        if not path.is_file() or path.read_text() != text:
+            path.write_text(text)
+            written.append(path)
+    return written
+
+
+def _json(path: Path) -> dict | None:
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def _num(value) -> str:
+    if value is None:
+        return MISSING
+    if isinstance(value, float):
+        return f"{value:,.3g}" if abs(value) < 100 else f"{value:,.0f}"
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def main(argv: list[str]) -> int:
+    if argv == ["--check"]:
+        late = stale()
+        for path in late:
+            print(f"stale: {path.relative_to(PROJECT_ROOT)} (python -m studies.render)")
+        return 1 if late else 0
+    for path in render_all():
+        print(f"wrote {path.relative_to(PROJECT_ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,92 @@
+"""Published numbers come from committed outputs: every generated block and page matches
+what `python -m studies.render` makes of them, the docs site builds strictly, README is a
+front page, and nothing in the repository points outside it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from eric.config import PROJECT_ROOT
+from studies import render
+from studies.spec import RUN_FILE, load_study
+
+
+def test_every_generated_block_and_page_matches_the_committed_outputs():
+    late = [str(p.relative_to(PROJECT_ROOT)) for p in render.stale()]
+    assert late == [], f"stale (run `python -m studies.render` and commit): {late}"
+
+
+def test_the_docs_site_builds_strictly(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+                          cwd=PROJECT_ROOT, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (tmp_path / "site" / "results" / "index.html").is_file()
+
+
+def test_readme_is_a_front_page_with_a_generated_headline():
+    text = (PROJECT_ROOT / "README.md").read_text()
+    assert len(text.splitlines()) <= 200
+    assert "<!-- BEGIN generated: headline -->" in text
+
+
+def test_nothing_in_the_repository_points_outside_it():
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=PROJECT_ROOT, capture_output=True, text=True,
+                           check=True).stdout.split("\0")
+    outside = "../" + "shared"  # spelled in two parts so this file does not match itself
+    hits = []
+    for name in filter(None, files):
+        path = PROJECT_ROOT / name
+        if path.is_file() and path.stat().st_size < 2_000_000:
+            try:
+                text = path.read_text()
+            except UnicodeDecodeError:
+                continue
+            hits += [f"{name}:{i}" for i, line in enumerate(text.splitlines(), 1) if outside in line]
+    assert hits == []
+
+
+def test_a_block_is_replaced_between_its_markers_only(monkeypatch):
+    monkeypatch.setitem(render.BLOCKS, "demo", lambda: "| a |\n|---|\n| 1 |\n")
+    text = "intro\n<!-- BEGIN generated: demo -->\nold 9.99\n<!-- END generated: demo -->\noutro 3.5\n"
+    assert render.render_text(text) == (
+        "intro\n<!-- BEGIN generated: demo -->\n| a |\n|---|\n| 1 |\n<!-- END generated: demo -->\noutro 3.5\n"
+    )
+
+
+def test_an_unknown_block_is_an_error_naming_the_file():
+    with pytest.raises(KeyError, match="page.md: unknown generated block 'nope'"):
+        render.render_text("<!-- BEGIN generated: nope -->\n<!-- END generated: nope -->\n", "page.md")
+
+
+def _study(tmp_path, body: str):
+    folder = tmp_path / "studies" / "demo"
+    folder.mkdir(parents=True)
+    (folder / "study.yaml").write_text(body)
+    return folder
+
+
+def test_a_study_spec_is_validated_with_a_one_line_error(tmp_path):
+    folder = _study(tmp_path, "title: t\nconfigurations: {a: {variant: [eric]}}\n")
+    with pytest.raises(ValueError, match=r"study.yaml: configurations\.a\.variant: Extra inputs"):
+        load_study(folder)
+    with pytest.raises(ValueError, match="no study.yaml"):
+        load_study(tmp_path)
+
+
+def test_a_study_page_shows_kept_runs_and_says_which_are_not_run(tmp_path, monkeypatch):
+    monkeypatch.setattr(render, "PROJECT_ROOT", tmp_path)
+    folder = _study(tmp_path, "title: Demo\nabout: Two runs.\nconfigurations:\n  done: {variants: [eric]}\n"
+                              "  missing: {variants: [bart]}\n")
+    kept = folder / "outputs" / "done"
+    (kept / "metrics" / "evaluate").mkdir(parents=True)
+    (kept / "metrics" / "evaluate" / "eric.json").write_text(json.dumps({"B-1": 21.456, "Len": 250.4}))
+    (kept / RUN_FILE).write_text(json.dumps({"commit": "abcdef123456", "dirty": False, "finished": "2026-11-26T00:00"}))
+    page = render.study_page(load_study(folder))
+    assert page.startswith("# Demo\n\nTwo runs.")
+    assert "| ERIC | 21.46 |" in page and "| 250 |" in page
+    assert "`studies/demo/outputs/done`, commit abcdef1, 2026-11-26" in page
+    assert "**missing**: not run at this commit (`python flows/study.py studies/demo --only missing`)" in page
