@@ -183,6 +183,7 @@ def stage_env(uri: str, experiment: str, parent_run: str, checkout: Path) -> dic
     env = dict(os.environ, MLFLOW_TRACKING_URI=uri, MLFLOW_EXPERIMENT_NAME=experiment, ERIC_PARENT_RUN_ID=parent_run)
     env.setdefault("DVC_NO_ANALYTICS", "1")
     env["PYTHONUNBUFFERED"] = "1"  # stage output reaches the flow's log line by line, as it happens
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])  # dvc.yaml's `python`: ours
     others = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and Path(p).resolve() != PROJECT_ROOT]
     env["PYTHONPATH"] = os.pathsep.join([str(checkout), *others])
     env.setdefault("TORCH_EXTENSIONS_DIR", str(PROJECT_ROOT / ".torch_extensions"))  # compiled once, shared

@@ -72,14 +72,13 @@ def corpus_stats() -> str:
     stats = _json(PROJECT_ROOT / "data" / "processed" / "stats.json")
     if not stats:
         return "_No committed `data/processed/stats.json`: `dvc repro preprocess` writes it._\n"
-    splits = [s for s in ("train", "validation", "test") if isinstance(stats.get(s), dict)]
+    splits = [s for s in ("train", "val", "test") if isinstance(stats.get(s), dict)]
     keys = [k for k, v in stats[splits[0]].items() if isinstance(v, (int, float))] if splits else []
     rows = [[split, *(_num(stats[split].get(k)) for k in keys)] for split in splits]
-    skipped = stats.get("skipped") or {}
-    tail = ""
-    if skipped:
-        tail = "\nSkipped: " + ", ".join(f"{k} {v}" for k, v in sorted(skipped.items())) + "."
-    return markdown_table(["split", *keys], rows) + "\n" + tail + "\n"
+    skipped = ", ".join(f"{k} {_num(v)}" for k, v in sorted((stats.get("skipped") or {}).items())) or "none"
+    counts = (f"{stats.get('corpus', 'corpus')}: {_num(stats.get('stories_in'))} stories in = "
+              f"{_num(stats.get('examples_out'))} examples out + {_num(stats.get('skipped_total'))} skipped ({skipped}).")
+    return markdown_table(["split", *keys], rows) + "\n\n" + counts + "\n"
 
 
 # --- studies ---------------------------------------------------------------------------

@@ -4,6 +4,10 @@ The flow itself runs in tests/e2e, under a worker, against real servers."""
 
 from __future__ import annotations
 
+import os
+import sys
+from pathlib import Path
+
 import pytest
 import yaml
 from dvc_steps import OverrideError
@@ -118,17 +122,20 @@ def test_command_line_arguments():
         _parse_args(["-S", "no-equals-sign"])
 
 
-def test_prefect_yaml_deploys_this_flow_with_parameters_it_accepts():
+def test_prefect_yaml_deploys_the_flows_with_parameters_they_accept():
     from eric.config import PROJECT_ROOT
+    from study import study
 
     spec = yaml.safe_load((PROJECT_ROOT / "prefect.yaml").read_text())
-    accepted = set(pipeline.parameters.properties)
+    flows = {"flows/pipeline.py:pipeline": pipeline, "flows/study.py:study": study}
     names = {d["name"] for d in spec["deployments"]}
-    assert names == {"embedded-default", "ablation-sweep", "custom-corpus"}
+    assert names == {"embedded-default", "ablation-sweep", "custom-corpus", "study"}
     for deployment in spec["deployments"]:
-        assert deployment["entrypoint"] == "flows/pipeline.py:pipeline"
+        accepted = set(flows[deployment["entrypoint"]].parameters.properties)
         assert deployment["work_pool"]["name"] == "eric-process"
         assert set(deployment["parameters"]) <= accepted, deployment["name"]
+    study_default = next(d for d in spec["deployments"] if d["name"] == "study")["parameters"]["study"]
+    assert (PROJECT_ROOT / study_default / "study.yaml").is_file()
 
 
 def test_the_effective_params_are_params_yaml_with_the_overrides_and_the_file_stays(tmp_path):
@@ -138,3 +145,17 @@ def test_the_effective_params_are_params_yaml_with_the_overrides_and_the_file_st
     assert effective_params(tmp_path, merged) == {"seed": 2, "variants": ["bart"], "corpus": {"path": "../outside/c.zip"}}
     assert (tmp_path / "params.yaml").read_text() == original
     assert outside_paths(effective_params(tmp_path, {})) == ["../outside/c.zip"]
+
+
+def test_the_stages_run_with_this_interpreter_even_from_an_unactivated_venv(monkeypatch, tmp_path):
+    """dvc.yaml says `python stages/...`: the flow's own interpreter must come first on PATH."""
+    import types
+
+    import pipeline
+
+    context = types.SimpleNamespace(client=types.SimpleNamespace(api_url=None))
+    monkeypatch.setattr(pipeline, "get_run_context", lambda: context)
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    env = pipeline.stage_env("sqlite:///x.db", "exp", "run-id", tmp_path)
+    assert env["PATH"].split(os.pathsep)[:2] == [str(Path(sys.executable).parent), "/usr/bin"]
+    assert env["ERIC_PARENT_RUN_ID"] == "run-id" and env["PYTHONPATH"].split(os.pathsep)[0] == str(tmp_path)
