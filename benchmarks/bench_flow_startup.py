@@ -28,6 +28,7 @@ TOY_STAGE = """
 import sys
 sys.path.insert(0, {stages!r})
 from _flow import run_stage, stage_flow, stage_task
+from record import record
 
 @stage_task
 def load(x: int) -> int:
@@ -118,6 +119,7 @@ def main() -> None:
     print(f"stage start-up, best of {args.repeats} (s), load average {os.getloadavg()[0]:.1f}:")
     for label, values in rows.items():
         print(f"  {label:42s} {min(values):6.1f}   (median {sorted(values)[len(values) // 2]:.1f})")
+    record("bench_flow_startup", {f"{label} (best s)": round(min(values), 2) for label, values in rows.items()})
 
 
 if __name__ == "__main__":

@@ -42,6 +42,7 @@ from eric.data.tokenizer import SpecialTokenIds
 from eric.model import EricConfig, EricForConditionalGeneration
 from eric.model.units import UnitLayout
 from eric.model.variants import SIZE_PRESETS, build_config, parameter_counts
+from record import record
 
 SENT = 5
 ENTITIES = list(range(6, 106))
@@ -198,7 +199,10 @@ def main() -> None:
     global CLOCK
     CLOCK = time.process_time if args.clock == "process" else time.perf_counter
 
+    figures: dict = {}
     n_eric, n_bart, ratio = parameter_ratio()
+    figures.update(base_eric_params_m=round(n_eric / 1e6, 2), base_bart_params_m=round(n_bart / 1e6, 2),
+                   base_param_ratio=round(ratio, 4), goal_param_ratio=1.05)
     print(f"parameters @ bart-base: ERIC {n_eric / 1e6:.2f}M (no sentence encoder) / BART {n_bart / 1e6:.2f}M "
           f"= {ratio:.4f}  (paper: ~1.03, limit 1.05)")
     counts = parameter_counts(BASELINES)  # every parameter, training-only modules included
@@ -228,9 +232,12 @@ def main() -> None:
         print(f"train step ({dtype}, batch {args.batch}, {args.source}+{args.target} tokens, "
               f"{torch.get_num_threads()} threads, {args.clock} clock): ERIC {t_e:.3f}s, BART {t_b:.3f}s, "
               f"ratio {t_e / t_b:.3f}; sentence encoder {t_s:.3f}s (forward + backward {t_pass:.3f}s + AdamW)")
+        figures.update(train_step_eric_s=round(t_e, 4), train_step_bart_s=round(t_b, 4),
+                       floor_ratio=round(t_e / (t_b + t_s), 3), goal_floor_ratio=1.10)
         print(f"floor ratio ERIC / (BART + sentence encoder): {t_e / (t_b + t_s):.3f} (goal <= 1.10); "
               f"without the sentence encoder's AdamW in the floor: {t_e / (t_b + t_pass):.3f}")
     if args.skip_sampling:
+        record("bench_model", figures)
         return
 
     eric.eval(), bart.eval()
@@ -246,6 +253,8 @@ def main() -> None:
                              lambda: sample(bart, size, args.sample_tokens, source, next(seed)), runs=runs)
         print(f"sampling batch {size} (top-p 0.9, {args.sample_tokens} tokens): ERIC {s_e:.0f} tok/s, "
               f"BART {s_b:.0f} tok/s, ratio {s_e / s_b:.3f} (goal >= 0.95)")
+        figures[f"sample_ratio_batch{size}"] = round(s_e / s_b, 3)
+    record("bench_model", figures)
 
 
 if __name__ == "__main__":

@@ -60,6 +60,7 @@ from eric.generate.schema import write_samples
 from eric.model.variants import build_model
 from eric.train.mentions import build_mentions_model
 from op_count import OpCounter
+from record import record
 
 DATA = PROJECT_ROOT / "data" / "processed" / "stage_one"
 UNIT_LENGTH = 17
@@ -218,6 +219,7 @@ def main() -> None:
           f"{args.threads} threads, {args.clock} clock, median of {args.runs}, unit rate {args.unit_rate}")
     print(f"{'batch':>5} {'inputs':>6} {'ERIC tok/s':>11} {'BART tok/s':>11} {'units/text':>10} {'tok/unit':>8} "
           f"{'ratio':>6} {'ops/token E/B':>14} {'syncs/token E/B':>16}")
+    figures: dict = {"size": args.size, "clock": args.clock}
     for batch, n in ((8, 16), (1, 4)):
         options = SamplingOptions(batch_size=batch, max_length=args.new_tokens, progress=False, seed=1)
         speeds: dict[str, list[float]] = {v: [] for v in models}
@@ -234,6 +236,9 @@ def main() -> None:
         ops, syncs = count_operators(models, tokenizer, inputs[:n], options)
         print(f"{batch:>5} {n:>6} {eric:>11.0f} {bart:>11.0f} {units:>10.1f} {tokens / max(units, 1):>8.1f} "
               f"{eric / bart:>6.3f} {ops['eric']:>6.0f} / {ops['bart']:<5.0f} {syncs['eric']:>7.2f} / {syncs['bart']:<6.2f}")
+        figures.update({f"eric_tokens_per_s_batch{batch}": round(eric), f"bart_tokens_per_s_batch{batch}": round(bart),
+                        f"ratio_batch{batch}": round(eric / bart, 3)})
+    record("bench_sample", figures)
     if args.stage:
         stage_overhead(args.size, models["eric"], tokenizer, inputs, args.runs, args.new_tokens, clock)
 
