@@ -139,7 +139,8 @@ def studies_index() -> str:
         state = (f"{len(done)}/{len(spec.configurations)} configurations kept" if spec.configurations
                  else "its own runner")
         rows.append([f"`studies/{spec.name}`", spec.title, state, f"`python flows/study.py studies/{spec.name}`"])
-    return markdown_table(["study", "what", "outputs", "rerun"], rows) + "\n"
+    lines = ["| study | what | outputs | rerun |", "|---|---|---|---|", *("| " + " | ".join(r) + " |" for r in rows)]
+    return "\n".join(lines) + "\n"
 
 
 def _study_block(name: str) -> Callable[[], str]:

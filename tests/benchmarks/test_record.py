@@ -1,0 +1,36 @@
+"""A benchmark's figures are written with where and at which code they were taken, and the
+benchmarks block of the docs shows them."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from eric.config import PROJECT_ROOT
+
+sys.path.insert(0, str(PROJECT_ROOT / "benchmarks"))
+import bench_clean  # noqa: E402
+import record  # noqa: E402
+
+from studies import render  # noqa: E402
+
+
+def test_a_benchmark_records_its_figures_with_host_and_commit(tmp_path, monkeypatch):
+    monkeypatch.setattr(record, "OUTPUTS", tmp_path)
+    monkeypatch.setattr(bench_clean, "record", lambda name, result: record.record(name, result, tmp_path))
+    monkeypatch.setattr(sys, "argv", ["bench_clean.py", "--mb", "0.01", "--repeats", "1"])
+    bench_clean.main()
+    entry = json.loads((tmp_path / "bench_clean.json").read_text())
+    assert entry["benchmark"] == "bench_clean" and entry["command"].startswith("python bench_clean.py --mb 0.01")
+    assert entry["host"]["cores"] == os.cpu_count() and entry["host"]["load"] >= 0
+    assert len(entry["commit"].removesuffix("+dirty")) == 40
+    assert entry["result"]["megabytes"] == 0.01 and entry["result"]["seconds_best"] > 0
+
+
+def test_the_benchmarks_block_is_rendered_from_the_recorded_files(tmp_path, monkeypatch):
+    folder = tmp_path / "studies" / "benchmarks" / "outputs"
+    record.record("bench_demo", {"tokens_per_s": 1234.5, "label": "x"}, folder)
+    monkeypatch.setattr(render, "PROJECT_ROOT", tmp_path)
+    block = render.benchmarks()
+    assert "| `bench_demo` | tokens_per_s 1,234 |" in block and f"{os.cpu_count()} cores" in block

@@ -1,0 +1,49 @@
+"""flows/study.py: each configuration runs once through the pipeline flow, its outputs are
+kept with run.json, kept configurations are skipped, and the pages are rendered."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import study as study_flow
+from prefect.logging import disable_run_logger
+
+from studies import render
+
+
+@pytest.fixture
+def demo(tmp_path, monkeypatch):
+    folder = tmp_path / "studies" / "demo"
+    folder.mkdir(parents=True)
+    (folder / "study.yaml").write_text("title: Demo\nconfigurations:\n  small: {variants: [bart], set: {seed: 7}}\n"
+                                       "  other: {profile: smoke}\n")
+    calls = []
+
+    def fake_pipeline(**kwargs):
+        calls.append(kwargs)
+        kept = tmp_path / kwargs["keep"]
+        (kept / "metrics" / "evaluate").mkdir(parents=True, exist_ok=True)
+        (kept / "metrics" / "evaluate" / "bart.json").write_text(json.dumps({"B-1": 12.5}))
+        return {"git": {"commit": "0123456789ab", "dirty": False}, "command": "dvc exp run", "overrides": {},
+                "dvc_experiment": "exp-1", "mlflow": {"run_id": f"run-{len(calls)}"}}
+
+    monkeypatch.setattr(study_flow, "pipeline", fake_pipeline)
+    monkeypatch.setattr(render, "render_all", lambda: [])
+    return folder, calls
+
+
+def test_each_configuration_runs_once_and_is_kept_with_its_provenance(demo):
+    folder, calls = demo
+    with disable_run_logger():
+        assert study_flow.study.fn(str(folder)) == {"small": "ran", "other": "ran"}
+    assert [(c["variants"], c["overrides"], c["profile"]) for c in calls] == [(["bart"], {"seed": 7}, None),
+                                                                             (None, {}, "smoke")]
+    assert calls[0]["tags"] == {"eric.study": "demo", "eric.study.configuration": "small"}
+    assert calls[0]["experiment"] == "study-demo"
+    run = json.loads((folder / "outputs" / "small" / "run.json").read_text())
+    assert run["commit"] == "0123456789ab" and run["mlflow_run_id"] == "run-1" and run["configuration"] == "small"
+    with disable_run_logger():  # resumable: nothing runs twice unless forced
+        assert study_flow.study.fn(str(folder)) == {"small": "kept", "other": "kept"}
+        assert study_flow.study.fn(str(folder), only=["other"], force=True) == {"other": "ran"}
+    assert len(calls) == 3
