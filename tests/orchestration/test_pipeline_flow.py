@@ -159,3 +159,27 @@ def test_the_stages_run_with_this_interpreter_even_from_an_unactivated_venv(monk
     env = pipeline.stage_env("sqlite:///x.db", "exp", "run-id", tmp_path)
     assert env["PATH"].split(os.pathsep)[:2] == [str(Path(sys.executable).parent), "/usr/bin"]
     assert env["ERIC_PARENT_RUN_ID"] == "run-id" and env["PYTHONPATH"].split(os.pathsep)[0] == str(tmp_path)
+
+
+def test_a_workspace_whose_only_changes_are_run_outputs_is_clean(tmp_path):
+    """dvc.lock and the committed metrics are rewritten by every run: only code or params
+    changes make an execution `dirty`."""
+    import subprocess
+
+    import pipeline
+
+    def git(*args):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path, check=True,
+                       capture_output=True)
+
+    git("init", "-q")
+    for rel in ("dvc.lock", "metrics/train/eric.json", "params.yaml"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("a\n")
+    git("add", "-A")
+    git("commit", "-qm", "init")
+    (tmp_path / "dvc.lock").write_text("b\n")
+    (tmp_path / "metrics/train/eric.json").write_text("b\n")
+    assert pipeline.git_state.fn(tmp_path)["dirty"] is False
+    (tmp_path / "params.yaml").write_text("b\n")
+    assert pipeline.git_state.fn(tmp_path)["dirty"] is True
