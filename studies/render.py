@@ -84,10 +84,13 @@ def corpus_stats() -> str:
 # --- studies ---------------------------------------------------------------------------
 
 def study_inputs(spec: StudySpec, configuration: str) -> ReportInputs:
+    """A kept configuration's metrics, its variants in the order its params.yaml lists them."""
     files = spec.metrics(configuration)
     evaluate = {Path(p).stem: m for p, m in files.items() if p.startswith("metrics/evaluate/")}
     train = {Path(p).stem: m for p, m in files.items() if p.startswith("metrics/train/") and Path(p).stem != "mentions"}
-    return ReportInputs(evaluate, training=train)
+    order = spec.variants(configuration) or sorted(evaluate)
+    return ReportInputs({v: evaluate[v] for v in order if v in evaluate},
+                        training={v: train[v] for v in order if v in train})
 
 
 def study_tables(spec: StudySpec) -> str:
@@ -128,7 +131,7 @@ def study_page(spec: StudySpec) -> str:
     folder = spec.folder.relative_to(PROJECT_ROOT)
     head = [f"# {spec.title}", "", spec.about.strip(), "",
             f"Rerun what is missing: `python flows/study.py {folder}` (`--force` reruns everything). "
-            "Rendered by `python -m studies.render` from `outputs/`.", ""]
+            "Rendered by `python -m studies.render` from `outputs/`.", "", ""]
     return "\n".join(head) + study_tables(spec)
 
 

@@ -63,6 +63,12 @@ class StudySpec(BaseModel):
         path = self.outputs / configuration / RUN_FILE
         return json.loads(path.read_text()) if path.is_file() else None
 
+    def variants(self, configuration: str) -> list[str]:
+        """The variants a kept configuration ran (its params.yaml), in their order."""
+        path = self.outputs / configuration / "params.yaml"
+        declared = (yaml.safe_load(path.read_text()) or {}).get("variants") if path.is_file() else None
+        return list(declared) if declared else []
+
     def metrics(self, configuration: str) -> dict[str, dict]:
         """Kept metrics files of one configuration: {path relative to the run: values}."""
         root = self.outputs / configuration
