@@ -112,7 +112,7 @@ def study_tables(spec: StudySpec) -> str:
         if world:
             parts += [markdown_table(WORLD_HEADER, world), ""]
     if spec.status and not any(spec.is_done(n) for n in spec.configurations):
-        parts.append(f"_{spec.status}_\n")
+        parts.append(f"_{spec.status.strip()}_\n")
     return "\n".join(parts)
 
 
