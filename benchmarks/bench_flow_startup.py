@@ -23,12 +23,13 @@ import time
 import urllib.request
 from pathlib import Path
 
+from record import record
+
 ROOT = Path(__file__).resolve().parent.parent
 TOY_STAGE = """
 import sys
 sys.path.insert(0, {stages!r})
 from _flow import run_stage, stage_flow, stage_task
-from record import record
 
 @stage_task
 def load(x: int) -> int:

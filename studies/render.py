@@ -52,19 +52,18 @@ def headline() -> str:
         return "_No committed run of the pipeline: `dvc repro` writes `metrics/`._\n"
     lines = [markdown_table(["Model", *METRIC_NAMES], table_rows(inputs)), "",
              markdown_table(["Model", *TRAINING_COLUMNS], training_rows(inputs)), "",
-             f"`dvc repro` on params.yaml ({_pipeline_about()}): `metrics/`, committed with its `dvc.lock`; "
+             f"`dvc repro` on params.yaml ({_pipeline_about(inputs)}): `metrics/`, committed with its `dvc.lock`; "
              "the full report is `reports/results.md`."]
     return "\n".join(lines) + "\n"
 
 
-def _pipeline_about() -> str:
+def _pipeline_about(inputs: ReportInputs) -> str:
     params = load_params(PROJECT_ROOT / "params.yaml")
-    stats = _json(PROJECT_ROOT / "data" / "processed" / "stats.json") or {}
-    tests = (stats.get("test") or {}).get("examples")
-    size = f"{params.model.size} preset" if getattr(params.model, "size", None) else "model as params.yaml"
+    first = next(iter(inputs.metrics.values()), {})
+    size = f"{params.model.size} preset" if params.model.init is None else "from model.init"
     parts = [params.corpus.name, size, f"{params.train.max_steps} optimizer steps per model"]
-    if tests:
-        parts.append(f"{min(tests, params.sample.num_inputs)} test inputs")
+    if first.get("n_texts"):
+        parts.append(f"{first['n_texts']} test inputs")
     return ", ".join(parts)
 
 
@@ -142,8 +141,7 @@ def studies_index() -> str:
         state = (f"{len(done)}/{len(spec.configurations)} configurations kept" if spec.configurations
                  else "its own runner")
         rows.append([f"`studies/{spec.name}`", spec.title, state, f"`python flows/study.py studies/{spec.name}`"])
-    lines = ["| study | what | outputs | rerun |", "|---|---|---|---|", *("| " + " | ".join(r) + " |" for r in rows)]
-    return "\n".join(lines) + "\n"
+    return text_table(["study", "what", "outputs", "rerun"], rows)
 
 
 def _study_block(name: str) -> Callable[[], str]:
@@ -165,7 +163,7 @@ def benchmarks() -> str:
                      str(record.get("commit", "?"))[:7]])
     if not rows:
         return "_No benchmark has written its JSON yet._\n"
-    return markdown_table(["benchmark", "figures", "host", "commit"], rows) + "\n"
+    return text_table(["benchmark", "figures", "host", "commit"], rows)
 
 
 def gpu_check() -> str:
@@ -255,6 +253,12 @@ def render_all() -> list[Path]:
             path.write_text(text)
             written.append(path)
     return written
+
+
+def text_table(header: list[str], rows: list[list[str]]) -> str:
+    """A left-aligned table (the report's tables right-align their numbers)."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header), *("| " + " | ".join(r) + " |" for r in rows)]
+    return "\n".join(lines) + "\n"
 
 
 def _json(path: Path) -> dict | None:
