@@ -16,14 +16,13 @@ from pathlib import Path
 
 from eric.config import PROJECT_ROOT
 
-SHARED = PROJECT_ROOT.parent / "shared"
 GIT_ID = ["-c", "user.name=eric-e2e", "-c", "user.email=e2e@localhost"]
 
 
 def copy_project(base: Path) -> Path:
     """The working tree's files (tracked and untracked, not ignored) in base/eric,
-    committed to a fresh git repo; base/shared points at the shared data, so
-    params.yaml's relative corpus path holds. DVC and MLflow write only there."""
+    committed to a fresh git repo (the embedded corpus comes with them). DVC and MLflow
+    write only there."""
     root = base / "eric"
     listed = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
@@ -34,7 +33,6 @@ def copy_project(base: Path) -> Path:
         if src.is_file():
             (root / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, root / rel)
-    (base / "shared").symlink_to(SHARED)
     for args in (["init", "-q"], ["add", "-A"], [*GIT_ID, "commit", "-q", "-m", "e2e snapshot"]):
         subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
     for key, value in (("user.name", "eric-e2e"), ("user.email", "e2e@localhost")):
