@@ -138,8 +138,9 @@ def studies_index() -> str:
     rows = []
     for spec in all_studies(PROJECT_ROOT):
         done = [n for n in spec.configurations if spec.is_done(n)]
+        files = sum(1 for p in spec.outputs.rglob("*") if p.is_file()) if spec.outputs.is_dir() else 0
         state = (f"{len(done)}/{len(spec.configurations)} configurations kept" if spec.configurations
-                 else "its own runner")
+                 else f"{files} files (its own runner, `{spec.runner}`)")
         rows.append([f"`studies/{spec.name}`", spec.title, state, f"`python flows/study.py studies/{spec.name}`"])
     return text_table(["study", "what", "outputs", "rerun"], rows)
 
