@@ -16,6 +16,7 @@ outputs - metrics, reports - before the flow can read them.)
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -23,7 +24,8 @@ import shutil
 import subprocess
 import sys
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -149,6 +151,24 @@ def remove_checkout(root: Path, checkout: Path) -> None:
     if checkout.exists():
         shutil.rmtree(checkout, ignore_errors=True)
     subprocess.run(["git", "worktree", "prune"], cwd=root, capture_output=True, check=False)
+
+
+@contextmanager
+def one_experiment_at_a_time(root: Path, log: Callable[[str], None]) -> Iterator[None]:
+    """DVC keeps a running experiment's state in refs that every worktree of a repository
+    shares (refs/exps/exec/*): two `dvc exp run` at once in two checkouts overwrite each
+    other's, and the later one fails when it commits its experiment. So executions of one
+    project queue here (an OS lock: released even when a run is killed)."""
+    path = root / RUNS_DIR / ".experiment.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log("another execution of this project is running (DVC runs one experiment at a time per "
+                "repository): waiting for it to finish")
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
 
 
 def run_streaming(args: list[str], cwd: Path, env: dict[str, str], log: Callable[[str], None]) -> str:

@@ -43,6 +43,7 @@ from dvc_steps import (  # noqa: E402
     experiment_name,
     isolated_checkout,
     keep_outputs,
+    one_experiment_at_a_time,
     read_metrics,
     read_params,
     remove_checkout,
@@ -148,7 +149,8 @@ def run_dvc(args: list[str], checkout: Path, env: dict[str, str]) -> str:
     logger = get_run_logger()
     logger.info("$ %s   (in %s)", " ".join(["dvc", *args[3:]]), checkout)
     env = {**env, PARENT_TASK_ENV: str(get_run_context().task_run.id)}  # stage flow runs: children of this task
-    return run_streaming(args, checkout, env, logger.info)
+    with one_experiment_at_a_time(PROJECT_ROOT, logger.info):
+        return run_streaming(args, checkout, env, logger.info)
 
 
 @task(cache_policy=NO_CACHE)

@@ -22,6 +22,7 @@ from dvc_steps import (
     hydra_value,
     isolated_checkout,
     keep_outputs,
+    one_experiment_at_a_time,
     read_metrics,
     remove_checkout,
     run_streaming,
@@ -176,3 +177,35 @@ def test_a_study_keeps_the_metrics_report_and_lock_of_an_execution(tmp_path):
     assert kept == ["dvc.lock", "params.yaml", "reports/results.md", "metrics/evaluate/eric.json"]
     assert sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file()) == sorted(kept)
     assert (dest / "reports/results.md").read_text() == "# R\n"  # models stay in the DVC cache
+
+
+def test_executions_of_one_project_run_their_experiments_one_at_a_time(tmp_path):
+    """DVC's executor refs are shared by every worktree: a second execution waits, says so,
+    and starts when the first ends."""
+    import threading
+
+    events, said = [], []
+    first_in, release = threading.Event(), threading.Event()
+
+    def first():
+        with one_experiment_at_a_time(tmp_path, said.append):
+            events.append("first starts")
+            first_in.set()
+            release.wait(10)
+            events.append("first ends")
+
+    def second():
+        with one_experiment_at_a_time(tmp_path, said.append):
+            events.append("second starts")
+
+    a = threading.Thread(target=first)
+    a.start()
+    first_in.wait(10)
+    b = threading.Thread(target=second)
+    b.start()
+    b.join(0.5)
+    assert b.is_alive() and events == ["first starts"]  # waiting
+    release.set()
+    a.join(10), b.join(10)
+    assert events == ["first starts", "first ends", "second starts"]
+    assert len(said) == 1 and "waiting for it to finish" in said[0]
