@@ -76,6 +76,7 @@ def study(study: str, only: list[str] | None = None, force: bool = False) -> dic
     done: dict[str, str] = {}
     if spec.runner:
         run_own_runner(spec)
+        render.draw_figures(spec)
     for name, config in spec.configurations.items():
         if only and name not in only:
             continue

@@ -243,6 +243,15 @@ def _own_pages(spec: StudySpec) -> dict[Path, str]:
     return {Path(p): text for p, text in module.pages().items()}
 
 
+def draw_figures(spec: StudySpec) -> None:
+    """A runner study's figures (its render.py `draw()`, when it has one), after a run."""
+    import importlib
+
+    module = importlib.import_module(f"studies.{spec.name}.render")
+    if hasattr(module, "draw"):
+        module.draw()
+
+
 def stale() -> list[Path]:
     return [p for p, text in expected_files().items() if not p.is_file() or p.read_text() != text]
 

@@ -90,3 +90,13 @@ def test_a_study_page_shows_kept_runs_and_says_which_are_not_run(tmp_path, monke
     assert "| ERIC | 21.46 |" in page and "| 250 |" in page
     assert "`studies/demo/outputs/done`, commit abcdef1, 2026-11-26" in page
     assert "**missing**: not run at this commit (`python flows/study.py studies/demo --only missing`)" in page
+
+
+def test_a_runner_studys_figures_are_redrawn_from_its_outputs(tmp_path, monkeypatch):
+    from studies.state_predictor import render as own
+
+    monkeypatch.setattr(own, "IMAGES", tmp_path)
+    render.draw_figures(load_study(PROJECT_ROOT / "studies" / "state_predictor"))
+    drawn = sorted(p.name for p in tmp_path.glob("*.png"))
+    assert drawn == ["state-predictor-wikiplots.png", "state-predictor-world.png"]
+    assert all((tmp_path / n).stat().st_size > 10_000 for n in drawn)

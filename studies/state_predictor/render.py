@@ -333,6 +333,11 @@ def pages() -> dict[Path, str]:
     return {PAGE: page(draw=False)}
 
 
+def draw() -> None:
+    """Redraw the L_CL / chance plots from the outputs (the page itself: pages())."""
+    page(draw=True)
+
+
 def main() -> None:
     PAGE.write_text(page(draw=True))
     print(f"wrote {PAGE.relative_to(ROOT)}")
