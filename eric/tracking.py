@@ -34,6 +34,7 @@ PARENT_ENV = "ERIC_PARENT_RUN_ID"  # the pipeline run of this execution (flows/p
 PIPELINE_TAG = "eric.pipeline_run_id"  # on every run of an execution: its pipeline run
 EXPERIMENT_KIND = {"mlflow.experimentKind": "custom_model_development"}  # MLflow 3: the runs view
 GIT_TAGS = ("git_commit", "git_dirty", "mlflow.source.git.commit")
+RUN_OUTPUTS = ("dvc.lock", "metrics", "plots", "reports", "data/processed/stats.json")  # committed, written by runs
 
 
 def tracking_uri() -> str:
@@ -48,7 +49,9 @@ def _client():
 
 
 def git_state(root: Path = PROJECT_ROOT) -> dict[str, str]:
-    """Commit hash and whether tracked files differ from it ('unknown' outside git)."""
+    """Commit hash and whether tracked files other than the pipeline's own outputs differ
+    from it ('unknown' outside git): a `dvc repro` rewrites dvc.lock and the committed
+    metrics, which is not a change of code or params."""
 
     def git(*args: str) -> str | None:
         try:
@@ -59,7 +62,7 @@ def git_state(root: Path = PROJECT_ROOT) -> dict[str, str]:
         return out.stdout.strip() if out.returncode == 0 else None
 
     commit = git("rev-parse", "HEAD")
-    dirty = git("status", "--porcelain", "--untracked-files=no")
+    dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".", *(f":!{p}" for p in RUN_OUTPUTS))
     return {"git_commit": commit or "unknown",
             "git_dirty": "unknown" if dirty is None else str(bool(dirty)).lower()}
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -59,8 +58,7 @@ PARENT_TASK_ENV = "ERIC_PREFECT_PARENT_TASK_RUN_ID"  # read by stages/_flow.py: 
 CORPUS_KEYS = {"corpus_path": "corpus.path", "corpus_kind": "corpus.kind", "corpus_name": "corpus.name"}
 MODEL_INIT_KEYS = ("model.init", "mentions.init")  # both stages start from the same checkpoint
 VARIANTS_KEY = "variants"  # the variants `dvc repro` runs (a list, or a mapping name -> knobs)
-VARIANT_CATALOG = ("model", "variants")
-RUN_OUTPUTS = ("dvc.lock", "metrics", "plots", "reports", "data/processed/stats.json")  # committed, written by runs  # every variant there is, when params.yaml has one
+VARIANT_CATALOG = ("model", "variants")  # every variant there is, when params.yaml has one
 
 
 def profile_overrides(name: str | None) -> dict[str, Any]:
@@ -127,15 +125,11 @@ for _name in ("prefect.flow_runs", "prefect.task_runs"):
 
 @task(cache_policy=NO_CACHE)
 def git_state(root: Path) -> dict[str, Any]:
-    """HEAD and whether tracked files other than the pipeline's own outputs differ from it
-    (a `dvc repro` in the workspace rewrites dvc.lock and the metrics: not a code change)."""
+    """HEAD and whether code or params differ from it, as eric/tracking.py judges it."""
+    from eric.tracking import git_state as tracked
 
-    def git(*args: str) -> str:
-        done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False)
-        return done.stdout.strip() if done.returncode == 0 else ""
-
-    dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".", *(f":!{p}" for p in RUN_OUTPUTS))
-    return {"commit": git("rev-parse", "HEAD") or "unknown", "dirty": bool(dirty)}
+    state = tracked(root)
+    return {"commit": state["git_commit"], "dirty": state["git_dirty"] == "true"}
 
 
 def _lock_busy(task, task_run, state) -> bool:

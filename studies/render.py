@@ -37,9 +37,8 @@ MISSING = "–"
 
 # --- the default pipeline (committed dvc.lock + metrics/) ---------------------------------
 
-def pipeline_inputs(root: Path = PROJECT_ROOT) -> ReportInputs:
+def pipeline_inputs(params, root: Path = PROJECT_ROOT) -> ReportInputs:
     """The committed metrics of `dvc repro` on params.yaml, as the report reads them."""
-    params = load_params(root / "params.yaml")
     evaluate = {v: _json(root / "metrics" / "evaluate" / f"{v}.json") for v in params.variants}
     train = {v: _json(root / "metrics" / "train" / f"{v}.json") for v in params.variants}
     return ReportInputs({v: m for v, m in evaluate.items() if m is not None},
@@ -47,18 +46,18 @@ def pipeline_inputs(root: Path = PROJECT_ROOT) -> ReportInputs:
 
 
 def headline() -> str:
-    inputs = pipeline_inputs()
+    params = load_params(PROJECT_ROOT / "params.yaml")
+    inputs = pipeline_inputs(params)
     if not inputs.metrics:
         return "_No committed run of the pipeline: `dvc repro` writes `metrics/`._\n"
     lines = [markdown_table(["Model", *METRIC_NAMES], table_rows(inputs)), "",
              markdown_table(["Model", *TRAINING_COLUMNS], training_rows(inputs)), "",
-             f"`dvc repro` on params.yaml ({_pipeline_about(inputs)}): `metrics/`, committed with its `dvc.lock`; "
+             f"`dvc repro` on params.yaml ({_pipeline_about(params, inputs)}): `metrics/`, committed with its `dvc.lock`; "
              "the full report is `reports/results.md`."]
     return "\n".join(lines) + "\n"
 
 
-def _pipeline_about(inputs: ReportInputs) -> str:
-    params = load_params(PROJECT_ROOT / "params.yaml")
+def _pipeline_about(params, inputs: ReportInputs) -> str:
     first = next(iter(inputs.metrics.values()), {})
     size = f"{params.model.size} preset" if params.model.init is None else "from model.init"
     parts = [params.corpus.name, size, f"{params.train.max_steps} optimizer steps per model"]
@@ -94,8 +93,6 @@ def study_inputs(spec: StudySpec, configuration: str) -> ReportInputs:
 
 def study_tables(spec: StudySpec) -> str:
     """Every configuration of a study: Table 2, the analyses, the training budget."""
-    if spec.runner:
-        return f"Rendered by `{spec.folder.relative_to(PROJECT_ROOT)}/render.py`.\n"
     parts = []
     for name in spec.configurations:
         run = spec.run(name)
@@ -209,24 +206,29 @@ BLOCKS: dict[str, Callable[[], str]] = {
 }
 
 
-def render_text(text: str, where: str = "") -> str:
+def render_text(text: str, where: str = "", rendered: dict[str, str] | None = None) -> str:
+    """`text` with every generated block refilled; `rendered` caches blocks across files."""
+    rendered = {} if rendered is None else rendered
+
     def fill(match: re.Match) -> str:
         name = match["name"]
         if name not in BLOCKS:
             raise KeyError(f"{where}: unknown generated block {name!r} (known: {', '.join(BLOCKS)})")
-        return match.group(1) + BLOCKS[name]() + match.group(4)
+        if name not in rendered:
+            rendered[name] = BLOCKS[name]()
+        return match.group(1) + rendered[name] + match.group(4)
 
     return BLOCK.sub(fill, text)
 
 
 def expected_files() -> dict[Path, str]:
     """Every generated file and every file with generated blocks -> its rendered text."""
-    out = {}
+    out, rendered = {}, {}
     for pattern in DOC_FILES:
         for path in sorted(PROJECT_ROOT.glob(pattern)):
             text = path.read_text()
             if BLOCK.search(text):
-                out[path] = render_text(text, str(path.relative_to(PROJECT_ROOT)))
+                out[path] = render_text(text, str(path.relative_to(PROJECT_ROOT)), rendered)
     for spec in all_studies(PROJECT_ROOT):
         if spec.runner:
             out.update(_own_pages(spec))
@@ -235,34 +237,41 @@ def expected_files() -> dict[Path, str]:
     return out
 
 
-def _own_pages(spec: StudySpec) -> dict[Path, str]:
-    """A study with its own renderer (render.py: `pages() -> {path: text}`)."""
+def _own_renderer(spec: StudySpec):
+    """A runner study's studies/<name>/render.py (`pages()`, `draw()`), or None."""
+    if not (spec.folder / "render.py").is_file():
+        return None
     import importlib
 
-    module = importlib.import_module(f"studies.{spec.name}.render")
-    return {Path(p): text for p, text in module.pages().items()}
+    return importlib.import_module(f"studies.{spec.name}.render")
+
+
+def _own_pages(spec: StudySpec) -> dict[Path, str]:
+    module = _own_renderer(spec)
+    return {Path(p): text for p, text in module.pages().items()} if module else {}
 
 
 def draw_figures(spec: StudySpec) -> None:
     """A runner study's figures (its render.py `draw()`, when it has one), after a run."""
-    import importlib
-
-    module = importlib.import_module(f"studies.{spec.name}.render")
-    if hasattr(module, "draw"):
+    module = _own_renderer(spec)
+    if module is not None and hasattr(module, "draw"):
         module.draw()
 
 
+def _differing() -> dict[Path, str]:
+    return {p: text for p, text in expected_files().items() if not p.is_file() or p.read_text() != text}
+
+
 def stale() -> list[Path]:
-    return [p for p, text in expected_files().items() if not p.is_file() or p.read_text() != text]
+    return list(_differing())
 
 
 def render_all() -> list[Path]:
-    written = []
-    for path, text in expected_files().items():
-        if not path.is_file() or path.read_text() != text:
-            path.write_text(text)
-            written.append(path)
-    return written
+    """Write what differs from its rendering; returns the paths written."""
+    written = _differing()
+    for path, text in written.items():
+        path.write_text(text)
+    return list(written)
 
 
 def text_table(header: list[str], rows: list[list[str]]) -> str:

@@ -9,7 +9,6 @@ under outputs/ through benchmarks/record.py), one after another.
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -36,11 +35,10 @@ def main(argv: list[str]) -> int:
     names = args.only or list(BENCHMARKS)
     if args.missing:
         names = [n for n in names if not (OUTPUTS / f"{n}.json").is_file()]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     for name in names:
         command = [sys.executable, str(ROOT / "benchmarks" / f"{name}.py"), *BENCHMARKS[name]]
         print("$", " ".join(command[1:]), flush=True)
-        if subprocess.run(command, cwd=ROOT, env=env, check=False).returncode != 0:
+        if subprocess.run(command, cwd=ROOT, check=False).returncode != 0:
             print(f"{name} failed", file=sys.stderr)
             return 1
     return 0
