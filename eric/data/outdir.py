@@ -2,7 +2,8 @@
 
 An out-dir is the run's to replace when it does not exist, is empty, or holds only
 what a run writes (stage_one/, stage_two/, stats.json) plus the marker file, or
-both stage folders (a DVC checkout restores outputs without the marker). Anything
+both stage folders (a DVC checkout restores outputs without the marker), or only
+stats.json (git keeps that metric, so a fresh clone has it alone). Anything
 else is refused in one line unless `overwrite`; a folder that holds the corpus, the
 params file, the current folder or the eric package is refused even then.
 
@@ -49,7 +50,7 @@ def check_out_dir(out_dir: Path, overwrite: bool, protected: dict[str, Path]) ->
     if foreign:
         listed = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
         reason = f"it holds {listed}, which eric preprocess did not write"
-    elif entries and MARKER not in entries and not {"stage_one", "stage_two"} <= entries:
+    elif entries - {"stats.json"} and MARKER not in entries and not {"stage_one", "stage_two"} <= entries:
         reason = f"it has no {MARKER} marker"
     else:
         return real

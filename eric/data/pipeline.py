@@ -128,12 +128,13 @@ def run_preprocess(
     skips = SkipCounter()
     corpus_path = resolve_path(corpus.path)
     protected = {"the corpus": corpus_path, "the current folder": Path.cwd(), "the eric package": ERIC_PACKAGE}
-    out_dir = check_out_dir(resolve_path(pp.out_dir), overwrite, {**protected, **(protect or {})})
     if corpus.kind == "world":  # generated, not read: EntityWorld writes its own sets
         from eric.world.corpus import write_world_corpus
 
+        out_dir = check_out_dir(resolve_path(pp.out_dir), overwrite, {**protected, **(protect or {})})
         return write_world_corpus(cfg, out_dir, progress)
-    stories = read_corpus(corpus.kind, corpus_path, skips)
+    stories = read_corpus(corpus.kind, corpus_path, skips)  # a bad input is named before the out-dir
+    out_dir = check_out_dir(resolve_path(pp.out_dir), overwrite, {**protected, **(protect or {})})
     if pp.max_stories:
         stories = islice(stories, pp.max_stories)
     nlp = load_pipeline(split_sentences=corpus.kind != "wikiplots", parse=pp.unit == "edu")

@@ -106,13 +106,27 @@ def test_markup_residue_is_removed_from_units(write_wikiplots, params_for, tmp_p
 
 def test_cli_reports_bad_path_in_one_line(tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "eric.cli", "preprocess", "--corpus", str(tmp_path / "missing.zip")],
+        [sys.executable, "-m", "eric.cli", "preprocess", "--corpus", str(tmp_path / "missing.zip"),
+         "--out-dir", str(tmp_path / "out")],
         capture_output=True,
         text=True,
     )
     assert result.returncode == 2
     assert "corpus path not found" in result.stderr
     assert "Traceback" not in result.stderr + result.stdout
+
+
+def test_a_missing_corpus_is_named_before_an_occupied_out_dir(tmp_path):
+    occupied = tmp_path / "out"
+    occupied.mkdir()
+    (occupied / "notes.txt").write_text("a user's file")
+    result = subprocess.run(
+        [sys.executable, "-m", "eric.cli", "preprocess", "--corpus", str(tmp_path / "missing.zip"),
+         "--out-dir", str(occupied)],
+        capture_output=True, text=True,
+    )
+    assert result.returncode == 2 and "corpus path not found" in result.stderr
+    assert (occupied / "notes.txt").read_text() == "a user's file"
 
 
 def test_gzip_truncated_jsonl_is_one_line_error(tmp_path):

@@ -56,6 +56,21 @@ def test_a_rerun_replaces_its_own_output_and_a_dvc_checkout(params_for, corpus, 
     assert (out / MARKER).is_file() and [p.name for p in tmp_path.iterdir() if p.name.startswith(".out")] == []
 
 
+def test_a_fresh_clone_with_only_the_committed_stats_is_replaced(params_for, corpus, tmp_path):
+    out = tmp_path / "processed"
+    out.mkdir()
+    (out / "stats.json").write_text("{}")  # git keeps this metric; the stage folders are DVC's
+    run(params_for, corpus, out)
+    assert json.loads((out / "stats.json").read_text())["examples_out"] == 2 and (out / MARKER).is_file()
+
+
+def test_a_lone_stage_folder_without_marker_is_refused(params_for, corpus, tmp_path):
+    out = tmp_path / "processed"
+    (out / "stage_one").mkdir(parents=True)
+    with pytest.raises(OutputError, match="no .eric-preprocess marker"):
+        run(params_for, corpus, out)
+
+
 def test_a_failed_run_leaves_the_previous_output_and_a_users_tmp_folder(params_for, corpus, tmp_path, monkeypatch):
     out, users = tmp_path / "out", tmp_path / "out.tmp"
     users.mkdir()
