@@ -79,7 +79,7 @@ def write_world_corpus(cfg, out_dir: Path, progress: bool = True) -> PreprocessS
     tmp = staging.path
     one, two = SplitWriter(tmp / "stage_one", WORLD_STAGE_ONE), SplitWriter(tmp / "stage_two", STAGE_TWO)
     stats = PreprocessStats(corpus=corpus.name)
-    stories = generate_stories(world.seed, world.stories, tuple(world.cast), pp.max_target_units)
+    stories = generate_stories(world.seed, world.stories, tuple(world.cast), pp.max_target_units, workers=pp.n_process)
     try:
         for story in tqdm(stories, total=world.stories, desc=f"generate {corpus.name}", disable=not progress):
             row = stage_one_row(story)

@@ -15,7 +15,7 @@ Its loss on the batch is the target line for a predictor that tracks entities; l
 is chance. It cannot tell apart two candidates with the same label (what the text adds), so a
 model may beat it; it is a reference, not a bound.
 
-    tables = event_tables(seed=42, count=6000, wanted={"world-42-000123", ...})
+    tables = event_tables(seed=42, wanted={"world-42-000123", ...})
     oracle = OracleLoss(tables, rows, entity_class)   # rows: the stage-one rows of the batches
     loss, chance = oracle(batch, rows_of_batch)
 """
@@ -23,13 +23,12 @@ model may beat it; it is a reference, not a bound.
 from __future__ import annotations
 
 import math
-import random
 from collections import Counter
 from dataclasses import dataclass
 
 import torch
 
-from eric.world.generate import generate_story, next_event_distribution, story_id
+from eric.world.generate import generate_story, next_event_distribution, story_index, story_rng
 from eric.world.world import World
 
 Label = tuple[str, str]  # (event kind, role of the entity: "a" actor, "b" other)
@@ -47,16 +46,12 @@ def involvement(distribution: dict, characters: int) -> list[dict[Label, float]]
     return out
 
 
-def event_tables(seed: int, count: int, wanted: set[str], cast=(3, 8), events: int = 15) -> dict[str, list]:
-    """Regenerate the corpus (same seed and size as the preprocess stage) and keep, for the
-    `wanted` story ids, per target unit the label tables of every character before that unit."""
-    rng = random.Random(seed)
+def event_tables(seed: int, wanted: set[str], cast=(3, 8), events: int = 15) -> dict[str, list]:
+    """Regenerate the `wanted` stories of the corpus (each from its own Random, as the
+    preprocess stage drew it) and keep, per target unit, the label tables of every
+    character before that unit."""
     tables: dict[str, list] = {}
-    for i in range(count):
-        sid = story_id(seed, i)
-        if sid not in wanted:
-            generate_story(rng, sid, cast, events)
-            continue
+    for sid in sorted(wanted):
         steps: list = []
 
         def observe(step: int, w: World, last_seen: list[int], steps=steps) -> None:
@@ -64,7 +59,7 @@ def event_tables(seed: int, count: int, wanted: set[str], cast=(3, 8), events: i
                 steps.clear()  # a retried draw starts over
             steps.append(involvement(next_event_distribution(w, step, last_seen), len(w.characters)))
 
-        generate_story(rng, sid, cast, events, observe=observe)
+        generate_story(story_rng(seed, story_index(sid)), sid, cast, events, observe=observe)
         tables[sid] = list(steps)
     return tables
 

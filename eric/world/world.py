@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
+from typing import Callable
 
 CONDITIONS = ("well", "wounded", "captive", "dead")
 
@@ -141,48 +142,36 @@ def new_world(places: list[str], characters: list[Character], items: dict[str, s
 
 
 # -- what is allowed ---------------------------------------------------------------------
-def _person_checks(w: World, e: Event) -> dict[str, tuple[bool, str]]:
-    a = w.characters[e.a]
-    b = w.characters[e.b] if e.b is not None else None
-    checks = {
-        "a_alive": (a.condition != "dead", DEAD),
-        "a_free": (a.condition != "captive", CAPTIVE),
-        "a_well": (a.condition != "wounded", WOUNDED),
-        "a_wounded": (a.condition == "wounded", NOT_WOUNDED),
-        "a_captive": (a.condition == "captive", NOT_CAPTIVE),
-    }
-    if b is not None:
-        checks.update({
-            "b_alive": (b.condition != "dead", DEAD),
-            "b_free": (b.condition != "captive", CAPTIVE),
-            "b_wounded": (b.condition == "wounded", NOT_WOUNDED),
-            "b_captive": (b.condition == "captive", NOT_CAPTIVE),
-            "b_not_captive": (b.condition != "captive", ALREADY_CAPTIVE),
-            "b_dead": (b.condition == "dead", NOT_DEAD),
-        })
-    return checks
-
-
-def _relation_checks(w: World, e: Event) -> dict[str, tuple[bool, str]]:
-    a = w.characters[e.a]
-    b = w.characters[e.b] if e.b is not None else None
-    checks = {
-        "moves": (e.place != a.location, ALREADY_THERE),
-        "at_place": (e.place == a.location, WRONG_PLACE),
-        "a_hands_free": (a.holds is None, HANDS_FULL),
-        "a_holds": (e.item is not None and a.holds == e.item, NOT_HELD),
-        "item_here": (e.item is not None and w.items.get(e.item) == a.location, NOT_HERE),
-    }
-    if b is not None:
-        checks.update({
-            "together": (a.location == b.location, APART),
-            "b_away": (a.location != b.location, TARGET_HERE),
-            "know": (e.b in a.knows, STRANGERS),
-            "unmarried": (a.spouse is None and b.spouse is None, MARRIED),
-            "b_hands_free": (b.holds is None, HANDS_FULL),
-            "b_holds": (e.item is not None and b.holds == e.item, NOT_HELD),
-        })
-    return checks
+# Each check: the rule it reports when it fails, and a test of (world, event, a, b).
+# Checks named a_* or b_* read one character's condition; the others relate the event's
+# arguments. A check that reads b is only asked of events with a partner.
+Check = Callable[[World, Event, Character, "Character | None"], bool]
+CHECKS: dict[str, tuple[str, Check]] = {
+    "a_alive": (DEAD, lambda w, e, a, b: a.condition != "dead"),
+    "a_free": (CAPTIVE, lambda w, e, a, b: a.condition != "captive"),
+    "a_well": (WOUNDED, lambda w, e, a, b: a.condition != "wounded"),
+    "a_wounded": (NOT_WOUNDED, lambda w, e, a, b: a.condition == "wounded"),
+    "a_captive": (NOT_CAPTIVE, lambda w, e, a, b: a.condition == "captive"),
+    "b_alive": (DEAD, lambda w, e, a, b: b.condition != "dead"),
+    "b_free": (CAPTIVE, lambda w, e, a, b: b.condition != "captive"),
+    "b_wounded": (NOT_WOUNDED, lambda w, e, a, b: b.condition == "wounded"),
+    "b_captive": (NOT_CAPTIVE, lambda w, e, a, b: b.condition == "captive"),
+    "b_not_captive": (ALREADY_CAPTIVE, lambda w, e, a, b: b.condition != "captive"),
+    "b_dead": (NOT_DEAD, lambda w, e, a, b: b.condition == "dead"),
+    "moves": (ALREADY_THERE, lambda w, e, a, b: e.place != a.location),
+    "at_place": (WRONG_PLACE, lambda w, e, a, b: e.place == a.location),
+    "a_hands_free": (HANDS_FULL, lambda w, e, a, b: a.holds is None),
+    "a_holds": (NOT_HELD, lambda w, e, a, b: e.item is not None and a.holds == e.item),
+    "item_here": (NOT_HERE, lambda w, e, a, b: e.item is not None and w.items.get(e.item) == a.location),
+    "together": (APART, lambda w, e, a, b: a.location == b.location),
+    "b_away": (TARGET_HERE, lambda w, e, a, b: a.location != b.location),
+    "know": (STRANGERS, lambda w, e, a, b: e.b in a.knows),
+    "unmarried": (MARRIED, lambda w, e, a, b: a.spouse is None and b.spouse is None),
+    "b_hands_free": (HANDS_FULL, lambda w, e, a, b: b.holds is None),
+    "b_holds": (NOT_HELD, lambda w, e, a, b: e.item is not None and b.holds == e.item),
+}
+_PERSON = {name for name in CHECKS if name[:2] in ("a_", "b_") and name not in ("a_hands_free", "a_holds", "b_hands_free", "b_holds")}
+_READS_B = {"together", "b_away", "know", "unmarried"} | {name for name in CHECKS if name.startswith("b_")}
 
 
 def violations(w: World, e: Event) -> list[str]:
@@ -200,19 +189,20 @@ def violations(w: World, e: Event) -> list[str]:
     unknown_item = e.item is not None and e.item not in w.items
     if unknown_item:
         found.append(UNKNOWN_ITEM)
-    person, relation = _person_checks(w, e), _relation_checks(w, e)
-    failed_for: set[str] = set()
+    a = w.characters[e.a]
+    b = w.characters[e.b] if e.b is not None else None
+    failed_for: set[str] = set()  # only the first failing condition check per character
     for name in spec.requires:
-        if name in person:
-            who = name[0]
-            ok, rule = person[name]
-            if not ok and who not in failed_for:
-                failed_for.add(who)
+        if b is None and name in _READS_B:
+            continue
+        rule, holds = CHECKS[name]
+        if name in _PERSON:
+            if name[0] not in failed_for and not holds(w, e, a, b):
+                failed_for.add(name[0])
                 found.append(rule)
-        else:
-            ok, rule = relation[name]
+        elif not holds(w, e, a, b):
             skip = (unknown_item and rule in (NOT_HELD, NOT_HERE)) or (unknown_place and rule in (ALREADY_THERE, WRONG_PLACE))
-            if not ok and not skip:
+            if not skip:
                 found.append(rule)
     return list(dict.fromkeys(found))
 

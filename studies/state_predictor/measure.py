@@ -54,7 +54,7 @@ def oracle_line(params_path: Path) -> dict:
     m, world = params.model, params.corpus.world
     val = _rows(data / "val.parquet", params.train.max_val_examples)
     train = _rows(data / "train.parquet")
-    tables = event_tables(world.seed, world.stories, {r["id"] for r in val}, tuple(world.cast),
+    tables = event_tables(world.seed, {r["id"] for r in val}, tuple(world.cast),
                           params.preprocess.max_target_units)
     oracle = OracleLoss(tables, collator.entity_class, train)
     batches = eval_batches(len(val), params.train.micro_batch_size,

@@ -10,11 +10,11 @@ import pytest
 from eric.data.examples import stage_one_target
 from eric.evaluate.io import deanonymize
 from eric.world.checker import check_story
-from eric.world.generate import WorldError, generate_stories, generate_story
+from eric.world.generate import WorldError, allowed_events, draw_world, generate_stories, generate_story
 from eric.world.metrics import text_units
 from eric.world.names import FIRST_NAMES, ITEMS, PLACE_FIRST, PLACE_SECOND, PLACES, SURNAMES
 from eric.world.phrasings import parse_scene
-from eric.world.world import EVENT_TYPES
+from eric.world.world import EVENT_TYPES, Event, apply, violations
 
 
 @pytest.fixture(scope="module")
@@ -28,6 +28,33 @@ def test_the_same_seed_gives_the_same_stories_and_another_seed_others():
     other = [(s.scene, s.units) for s in generate_stories(4, 20)]
     assert first == again
     assert [(a, b) for a, b, _ in first] != other
+
+
+def test_a_corpus_is_the_first_stories_of_a_larger_one_and_workers_change_nothing():
+    small = [(s.id, s.units, s.states) for s in generate_stories(3, 12)]
+    large = [(s.id, s.units, s.states) for s in generate_stories(3, 30, workers=2)]
+    assert large[:12] == small and len({tuple(units) for _, units, _ in large}) == 30  # stories differ
+
+
+def test_pruned_allowed_events_equal_judging_every_combination(thousand):
+    """The generator prunes candidates before `violations`; the list must be the brute force one."""
+    rng = random.Random(5)
+    for _ in range(150):
+        w = draw_world(rng, (3, 6))
+        for _ in range(rng.randint(0, 12)):  # walk the world into varied states
+            options = allowed_events(w, rng.randrange(len(w.characters)))
+            if options:
+                apply(w, rng.choice(options))
+        actor = rng.randrange(len(w.characters))
+        brute = [
+            Event(kind, actor, b, place, item)
+            for kind, spec in EVENT_TYPES.items()
+            for b in ([k for k in range(len(w.characters)) if k != actor] if "b" in spec.roles else [None])
+            for place in (w.places if "p" in spec.roles else [None])
+            for item in (list(w.items) if "i" in spec.roles else [None])
+            if not violations(w, Event(kind, actor, b, place, item))
+        ]
+        assert allowed_events(w, actor) == brute
 
 
 def test_the_generator_does_not_touch_global_random_state():

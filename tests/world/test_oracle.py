@@ -33,7 +33,7 @@ def test_next_event_distribution_is_what_the_generator_draws():
 
 def test_every_drawn_event_was_possible_for_the_oracle():
     stories = list(generate_stories(seed=11, count=6, cast=(3, 6)))
-    tables = event_tables(11, 6, {s.id for s in stories[::2]}, cast=(3, 6))
+    tables = event_tables(11, {s.id for s in stories[::2]}, cast=(3, 6))
     assert set(tables) == {s.id for s in stories[::2]}
     for story in stories[::2]:
         assert len(tables[story.id]) == len(story.events)
@@ -64,7 +64,7 @@ def _batch(rows: list[dict]) -> dict:
 def test_the_oracle_beats_chance_and_a_blind_one_does_not():
     stories = list(generate_stories(seed=4, count=16, cast=(3, 5)))
     rows = [stage_one_row(s) for s in stories]
-    tables = event_tables(4, 16, {r["id"] for r in rows}, cast=(3, 5))
+    tables = event_tables(4, {r["id"] for r in rows}, cast=(3, 5))
     batch = _batch(rows[:8])
     loss, chance = OracleLoss(tables, {}, rows)(batch, rows[:8])
     assert chance == pytest.approx(math.log(8 * 15))
