@@ -252,7 +252,7 @@ RECIPES: dict[str, dict] = {
 class ModelParams(Section):
     """The stage-one model (eric/model): size, init, the paper's knobs, paper-vs-code options."""
 
-    size: Literal["tiny", "base"] = "tiny"  # tiny: d256 3+3 layers; base: bart-base dims
+    size: Literal["mini", "tiny", "base"] = "tiny"  # mini: d128 2+2 layers; tiny: d256 3+3 layers; base: bart-base dims
     init: str | None = None  # a local BART checkpoint dir (e.g. facebook/bart-base); its dims win over size
     num_states: int = Field(512, ge=1)  # K
     state_dim: int = Field(128, ge=1)  # D
@@ -293,6 +293,8 @@ class TrainParams(Section):
     checkpoint_every: int = Field(100, ge=1)  # steps; also at each epoch end
     keep_checkpoints: int = Field(2, ge=1)
     checkpoint_dir: str = "models/checkpoints"  # resumable DeepSpeed state (outside DVC outs)
+    snapshot_every: int | None = Field(None, ge=1)  # steps: the model kept (HF format) for learning curves,
+    # at <checkpoint_dir>/snapshots/<stage>/<variant>/step-<N>; a later run replaces them
     out_dir: str = "models/stage_one"  # <out_dir>/<variant>: HF model + tokenizer
     targets_dir: str = "data/targets"  # baselines' cached per-row targets, <dir>/<kind>/<variant> (HINT)
     metrics_dir: str = "metrics/train"  # <variant>.json, mentions.json
@@ -309,7 +311,7 @@ class MentionsParams(Section):
     """Stage two (`train_mentions`): a plain BART seq2seq writing the mentions; trained by
     the same engine with `train`'s settings, except what is set here."""
 
-    size: Literal["tiny", "base"] = "tiny"
+    size: Literal["mini", "tiny", "base"] = "tiny"
     init: str | None = None  # a local BART checkpoint dir; its dims and weights win over size
     epochs: int | None = Field(None, ge=1)  # null: train.epochs
     max_steps: int | None = Field(None, ge=1)

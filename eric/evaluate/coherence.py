@@ -9,7 +9,13 @@ after its sentence token, up to and including the token that ends it (the next
 `<sent>` or `</s>`).
 
 Every unit's entity input p_n is its first placeholder (<none> without one), so the
-perturbed unit reads the replacement as its entity. States, for variants that have
+perturbed unit reads the replacement as its entity. A model that reads p_n is told the
+entity and so never pays for choosing it; two scorings make models comparable:
+  lm     the unit's log-probability (the paper's test)
+  joint  plus the planner's log-probability of the unit's entity (of the swapped-in one in
+         the perturbed unit): what the model pays for choosing it; = lm without a planner
+  event  the unit's log-probability without the swapped placeholder token, in both
+         versions: only what the rest of the unit says about that entity counts States, for variants that have
 them:
   predicted  the model's own: unit by unit, e^_n from the prefix (with the states of
              the earlier units injected) quantized to the nearest state; the perturbed
@@ -32,6 +38,8 @@ from transformers.models.bart.modeling_bart import shift_tokens_right
 from eric.data.collate import StageOneCollator
 
 PREDICTED, RANDOM, NO_STATES = "predicted", "random", "none"
+LM, JOINT, EVENT = "lm", "joint", "event"
+SCORINGS = (LM, JOINT, EVENT)
 
 
 @dataclass
@@ -59,10 +67,12 @@ class CoherenceResult:
     label: str  # e.g. "eric", "eric (random states)"
     correct: dict[int, int] = field(default_factory=dict)  # by position k (1-based unit of the target)
     total: dict[int, int] = field(default_factory=dict)
+    outcomes: list[tuple[str, int, bool]] = field(default_factory=list)  # (text id, unit, right) per case
 
-    def add(self, position: int, right: bool) -> None:
+    def add(self, position: int, right: bool, text: str = "") -> None:
         self.total[position] = self.total.get(position, 0) + 1
         self.correct[position] = self.correct.get(position, 0) + int(right)
+        self.outcomes.append((text, position - 1, right))
 
     @property
     def accuracy(self) -> float | None:
@@ -90,7 +100,10 @@ class CoherenceScorer:
     """Scores originals and perturbations of test texts with one stage-one model."""
 
     def __init__(self, model, tokenizer, *, batch_size: int = 16, seed: int = 42, max_source_length: int = 128,
-                 max_target_length: int = 512, progress: bool = True):
+                 max_target_length: int = 512, progress: bool = True, scoring: str = LM):
+        if scoring not in SCORINGS:
+            raise ValueError(f"unknown coherence scoring {scoring!r} ({', '.join(SCORINGS)})")
+        self.scoring = scoring
         self.model = model.eval()
         self.config = model.config
         self.collator = StageOneCollator(tokenizer, max_source_length, max_target_length,
@@ -169,18 +182,31 @@ class CoherenceScorer:
         out, labels = self._forward(texts, cuts)
         scores = []
         for b, text in enumerate(texts):
-            spans = text.spans if units is None else [text.spans[units[b]]]
-            scores.append([self._span_logprob(out, b, labels[b], s, e) for s, e in spans])
+            ns = range(len(text.spans)) if units is None else [units[b]]
+            scores.append([self._unit_score(out, b, labels[b], text, n) for n in ns])
         return scores
 
-    def _span_logprob(self, out, row: int, labels: torch.Tensor, start: int, end: int) -> float:
-        """Sum of log p(labels[t]) for t in (start, end]: the unit's words and its end token (the
-        model's `row_logits`: its LM head, or a baseline's whole next-token distribution)."""
+    def _unit_score(self, out, row: int, labels: torch.Tensor, text: Text, n: int) -> float:
+        """Unit n's score under this scorer's `scoring`."""
+        start, end = text.spans[n]
+        skip = self._first_entity(text.labels, start, end)[0] if self.scoring == EVENT else -1
+        score = self._span_logprob(out, row, labels, start, end, skip)
+        planner = getattr(out, "entity_logits", None)
+        if self.scoring == JOINT and planner is not None and text.entities[n] > 0:
+            score += float(torch.log_softmax(planner[row, n].float(), dim=-1)[text.entities[n]])
+        return score
+
+    def _span_logprob(self, out, row: int, labels: torch.Tensor, start: int, end: int, skip: int = -1) -> float:
+        """Sum of log p(labels[t]) for t in (start, end], t != skip: the unit's words and its end
+        token (the model's `row_logits`: its LM head, or a baseline's whole next-token distribution)."""
         with torch.no_grad():
             logits = self.model.row_logits(out, row, slice(start + 1, end + 1)).float()
         rows = torch.log_softmax(logits, dim=-1)
         targets = labels[start + 1 : end + 1].to(rows.device)
-        return float(rows.gather(-1, targets[:, None]).sum())
+        scores = rows.gather(-1, targets[:, None])[:, 0]
+        if start < skip <= end:
+            scores[skip - start - 1] = 0.0
+        return float(scores.sum())
 
     def predicted_states(self, texts: list[Text]) -> list[list[int]]:
         """The model's own states, unit by unit: pass n fixes unit n (it sees only earlier states)."""
@@ -220,7 +246,7 @@ class CoherenceScorer:
                 for text, case, state in zip(perturbed, chunk, self._states_for_unit(perturbed, units)):
                     text.states[case.unit] = state
             for case, (score,) in zip(chunk, self.unit_logprobs(perturbed, units)):
-                result.add(case.unit + 1, originals[case.text][case.unit] > score)
+                result.add(case.unit + 1, originals[case.text][case.unit] > score, texts[case.text].id)
         return result
 
     def _set_states(self, texts: list[Text], mode: str) -> None:

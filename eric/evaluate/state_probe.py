@@ -10,13 +10,19 @@ units of one text move together.
 
     pairs = unit_state_pairs(model, collator, rows, labels=lambda row, n: row["world_events"][n])
     result = majority_probe(train_pairs, test_pairs)
+
+Any model, states or not, can be probed the same way through its decoder: the last hidden
+state at each unit's sentence token (what it has read before writing the unit) is quantized
+into as many clusters as ERIC has states (k-means fitted on the training units), and the
+cluster id is probed like a state id (`hidden_unit_pairs`, `quantize_hidden`): a probe of
+equal capacity for BART and ERIC.
 """
 
 from __future__ import annotations
 
 import random
 from collections import Counter, defaultdict
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Callable, Iterable
 
 import torch
@@ -59,6 +65,39 @@ def unit_state_pairs(model, collator, rows: list[dict], label: Callable[[dict, i
         for b, n in (gold >= 0).nonzero().tolist():
             out.append(UnitState(start + b, n, int(predicted[b, n]), int(gold[b, n]), label(chunk[b], n)))
     return out
+
+
+@torch.no_grad()
+def hidden_unit_pairs(model, collator, rows: list[dict], label: Callable[[dict, int], str],
+                      batch_size: int = 16) -> tuple[list[UnitState], torch.Tensor]:
+    """Every unit with a label: its decoder's last hidden state where it reads the unit's
+    sentence token (the position that writes the unit's first word), and the unit's label.
+    The states' ids are left -1 (filled by `quantize_hidden`)."""
+    model.eval()
+    sent = collator.ids.sent
+    pairs, vectors = [], []
+    for start in range(0, len(rows), batch_size):
+        chunk = rows[start:start + batch_size]
+        batch = collator(chunk)
+        hidden = model(**batch).decoder_last_hidden_state
+        for b, row in enumerate(chunk):
+            where = (batch["labels"][b] == sent).nonzero()[:, 0] + 1  # decoder input = labels shifted right
+            for n, position in enumerate(where.tolist()):
+                if position < hidden.shape[1] and (name := label(row, n)) is not None:
+                    pairs.append(UnitState(start + b, n, -1, -1, name))
+                    vectors.append(hidden[b, position].float())
+    return pairs, torch.stack(vectors) if vectors else torch.zeros(0)
+
+
+def quantize_hidden(train: tuple[list[UnitState], torch.Tensor], test: tuple[list[UnitState], torch.Tensor],
+                    clusters: int, seed: int = 0) -> tuple[list[UnitState], list[UnitState]]:
+    """The pairs with `predicted` = the k-means cluster (fitted on the training vectors) of each vector."""
+    from sklearn.cluster import KMeans
+
+    (train_pairs, train_x), (test_pairs, test_x) = train, test
+    kmeans = KMeans(n_clusters=min(clusters, len(train_pairs)), n_init=1, random_state=seed).fit(train_x.numpy())
+    label = lambda pairs, x: [replace(u, predicted=int(c)) for u, c in zip(pairs, kmeans.predict(x.numpy()))]  # noqa: E731
+    return label(train_pairs, train_x), label(test_pairs, test_x)
 
 
 def majority_probe(train: Iterable[UnitState], test: list[UnitState], which: str = "predicted",

@@ -26,6 +26,10 @@ from eric.model.modeling_eric import EricForConditionalGeneration
 from eric.model.registry import architecture
 
 SIZE_PRESETS = {
+    "mini": dict(  # about 3x faster a step than tiny on one CPU thread: EntityWorld studies
+        d_model=128, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4, decoder_attention_heads=4,
+        encoder_ffn_dim=512, decoder_ffn_dim=512,
+    ),
     "tiny": dict(
         d_model=256, encoder_layers=3, decoder_layers=3, encoder_attention_heads=4, decoder_attention_heads=4,
         encoder_ffn_dim=1024, decoder_ffn_dim=1024,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
@@ -27,7 +28,7 @@ from eric.train.phases import has_phases, merged_history, phase_metrics, run_lat
 from eric.train.runtime import prepare_environment
 
 # Settings that change how a run is watched, not what it computes.
-COSMETIC = {"progress", "log_every", "checkpoint_every", "keep_checkpoints"}
+COSMETIC = {"progress", "log_every", "checkpoint_every", "keep_checkpoints", "snapshot_every"}
 
 
 @dataclass
@@ -88,6 +89,7 @@ def run_job(job: TrainingJob) -> dict:
     rank = prepare_environment()
     key = fingerprint(job)
     checkpoint_dir = resolve_path(job.params.train.checkpoint_dir) / job.stage / job.variant
+    snapshot_dir = resolve_path(job.params.train.checkpoint_dir) / "snapshots" / job.stage / job.variant
     resume = CheckpointManager(checkpoint_dir, rank, fingerprint=key).peek()
     tags = {"state_space_recipe": recipe} if (recipe := state_space_recipe(job)) else {}
     tracker = start_run(
@@ -102,8 +104,10 @@ def run_job(job: TrainingJob) -> dict:
             job.model, job.settings, train_set=job.train_set, collate_fn=job.collate_fn,
             val_set=job.val_set, checkpoint_dir=checkpoint_dir, seed=job.params.seed,
             fingerprint=key, train_lengths=job.train_lengths, val_lengths=job.val_lengths,
-            tracker=tracker,
+            tracker=tracker, snapshot_dir=snapshot_dir, tokenizer=job.tokenizer,
         )
+        if job.settings.snapshot_every and rank.is_main and resume is None:
+            shutil.rmtree(snapshot_dir, ignore_errors=True)  # a fresh run's curve starts empty
         result = trainer.fit(extra_state={"mlflow_run_id": tracker.run_id})
         state_dict, phases = run_later_phases(job, trainer, key, tracker)  # e.g. DiscoDVT's prior
         if state_dict is None:

@@ -60,6 +60,7 @@ class LoopSettings:
     max_steps: int | None = None  # set: overrides epochs (continues across epochs)
     checkpoint_every: int = 100
     keep_checkpoints: int = 2
+    snapshot_every: int | None = None  # steps: save_pretrained into snapshot_dir/step-<N>
     log_every: int = 10
     eval_every: int | None = None
     eval_at_start: bool = True
@@ -155,11 +156,15 @@ class Trainer:
         val_lengths: Sequence[int] | None = None,
         tracker: Tracker | None = None,
         on_step_end: Callable[["Trainer"], None] | None = None,
+        snapshot_dir: str | Path | None = None,
+        tokenizer=None,
     ):
         self.rank = prepare_environment()
         self.settings, self.seed = settings, seed
         self.train_set, self.val_set, self.collate_fn = train_set, val_set, collate_fn
         self.tracker, self.on_step_end = tracker, on_step_end
+        self.snapshot_dir = Path(snapshot_dir) if snapshot_dir is not None else None
+        self.tokenizer = tokenizer  # saved with each snapshot: a snapshot loads like the final model
         self.order = DataOrder(
             n_examples=len(train_set), micro_batch_size=settings.micro_batch_size,
             grad_accum_steps=settings.grad_accum_steps, world_size=self.rank.world_size,
@@ -326,6 +331,8 @@ class Trainer:
             self._validate()
         if step % s.checkpoint_every == 0 or epoch_end or done:
             self._checkpoint()
+        if s.snapshot_every and self.snapshot_dir is not None and (step % s.snapshot_every == 0 or done):
+            self.save_pretrained(self.snapshot_dir / f"step-{step:06d}", self.tokenizer)
         if self.on_step_end is not None:
             self.on_step_end(self)
 

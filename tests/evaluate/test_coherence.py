@@ -140,3 +140,51 @@ def test_rows_round_trip_and_plot(tmp_path):
                     {"model": "eric", "position": 3, "accuracy": 1.0, "count": 1}]
     png = plot_coherence(rows, tmp_path / "c.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _token_logprobs(s, text) -> torch.Tensor:
+    labels = torch.tensor([text.labels])
+    with torch.no_grad():
+        logits = s.model(input_ids=torch.tensor([text.source]), labels=labels).logits
+    return torch.log_softmax(logits.float(), -1)[0, torch.arange(labels.shape[1]), labels[0]]
+
+
+def test_the_event_scoring_leaves_the_swapped_placeholder_out_of_both_versions(tokenizer):
+    s, lm = scorer(tokenizer, variant="bart", scoring="event"), scorer(tokenizer, variant="bart")
+    s.model = lm.model  # the same weights under both scorings
+    text = s.encode(CRAFTED)
+    case = s.cases([text])[0]  # unit 2: <e1> -> <e0>
+    start, end = text.spans[case.unit]
+    for version in (text, s.perturb(text, case)):
+        token_lp = _token_logprobs(s, version)
+        without = float(token_lp[start + 1 : end + 1].sum() - token_lp[case.position])
+        assert s.unit_logprobs([version], [case.unit])[0][0] == pytest.approx(without, abs=1e-4)
+        assert lm.unit_logprobs([version], [case.unit])[0][0] == pytest.approx(
+            float(token_lp[start + 1 : end + 1].sum()), abs=1e-4)
+
+
+def test_the_joint_scoring_adds_what_the_planner_pays_for_the_entity(tokenizer):
+    model = tiny_stage_one(tokenizer, "eric_no_state")  # a planner, no states: scores need no state passes
+    joint = CoherenceScorer(model, tokenizer, progress=False, scoring="joint")
+    lm = CoherenceScorer(model, tokenizer, progress=False)
+    text = joint.encode(CRAFTED)
+    case = joint.cases([text])[0]
+    for version in (text, joint.perturb(text, case)):
+        out, _ = joint._forward([version])
+        planner = torch.log_softmax(out.entity_logits[0, case.unit].float(), -1)[version.entities[case.unit]]
+        assert joint.unit_logprobs([version], [case.unit])[0][0] == pytest.approx(
+            lm.unit_logprobs([version], [case.unit])[0][0] + float(planner), abs=1e-4)
+    bart = tiny_stage_one(tokenizer, "bart")  # no planner: joint is the LM score
+    plain = CoherenceScorer(bart, tokenizer, progress=False).unit_logprobs([text])[0]
+    assert CoherenceScorer(bart, tokenizer, progress=False, scoring="joint").unit_logprobs([text])[0] == pytest.approx(
+        plain, abs=1e-5)
+
+
+def test_each_case_outcome_is_kept_for_paired_tests(tokenizer, rows):
+    model = tiny_stage_one(tokenizer, "bart")
+    result = CoherenceScorer(model, tokenizer, progress=False).run(rows, NO_STATES, "bart")
+    assert len(result.outcomes) == sum(result.total.values()) > 0
+    assert sum(right for _, _, right in result.outcomes) == sum(result.correct.values())
+    assert {text for text, _, _ in result.outcomes} <= {str(r["id"]) for r in rows}
+    with pytest.raises(ValueError, match="unknown coherence scoring"):
+        CoherenceScorer(model, tokenizer, scoring="both")

@@ -6,8 +6,18 @@ import random
 
 import pytest
 
-from eric.evaluate.state_probe import UnitState, agreement, majority_probe, prediction_cosines, unit_state_pairs
-from tests.model.conftest import make_batch, tiny_model
+import torch
+
+from eric.evaluate.state_probe import (
+    UnitState,
+    agreement,
+    hidden_unit_pairs,
+    majority_probe,
+    prediction_cosines,
+    quantize_hidden,
+    unit_state_pairs,
+)
+from tests.model.conftest import SENT, make_batch, tiny_model
 
 LABELS = ["travel", "fight", "meet"]
 
@@ -68,5 +78,44 @@ def test_prediction_cosines_compare_own_other_and_nearest_states():
     vectors = model.state_space.vectors()
     own = (out.predicted_events[target] * vectors[out.state_ids[target]]).sum(-1).mean()
     assert found["units"] == int(target.sum())
-    assert found["own_gold_state"] == pytest.approx(float(own), abs=1e-4)
+    assert found["own_gold_state"] == pytest.approx(float(own.detach()), abs=1e-4)
     assert found["nearest_state"] >= max(found["own_gold_state"], found["other_gold_states"]) - 1e-4
+
+
+def _blobs(texts: int, informative: bool, seed: int) -> tuple[list[UnitState], torch.Tensor]:
+    """Vectors near one centre per label (informative) or anywhere (not)."""
+    g = torch.Generator().manual_seed(seed)
+    units = _units(texts, True, seed)
+    centres = torch.eye(8)[: len(LABELS)] * 10
+    vectors = torch.stack([centres[LABELS.index(u.label)] if informative else torch.zeros(8) for u in units])
+    return units, vectors + torch.randn(len(units), 8, generator=g)
+
+
+def test_hidden_vectors_quantized_into_clusters_probe_like_states():
+    train, test = quantize_hidden(_blobs(150, True, 0), _blobs(60, True, 1), clusters=6)
+    assert {u.predicted for u in train} <= set(range(6)) and len({u.predicted for u in test}) > 1
+    assert majority_probe(train, test).accuracy == pytest.approx(1.0)  # every cluster holds one label
+    noise = quantize_hidden(_blobs(150, False, 2), _blobs(60, False, 3), clusters=6)
+    assert majority_probe(*noise).gain_low <= 0
+
+
+class _Collator:
+    """What hidden_unit_pairs reads of a collator: the sentence token's id and a batch."""
+
+    def __init__(self, batch):
+        self.batch, self.ids = batch, type("Ids", (), {"sent": SENT})()
+
+    def __call__(self, chunk):
+        return self.batch
+
+
+def test_hidden_pairs_read_the_decoder_at_each_units_sentence_token():
+    model, batch = tiny_model(), make_batch(rows=3)
+    rows = [{}] * 3
+    pairs, vectors = hidden_unit_pairs(model, _Collator(batch), rows, lambda row, n: f"unit{n}", batch_size=3)
+    out = model.eval()(**batch)
+    sents = (batch["labels"] == SENT).nonzero().tolist()
+    assert len(pairs) == len(sents) == vectors.shape[0]
+    for (b, i), pair, vector in zip(sents, pairs, vectors):
+        assert pair.text == b and pair.label == f"unit{pair.unit}"
+        assert torch.allclose(vector, out.decoder_last_hidden_state[b, i + 1].float(), atol=1e-5)

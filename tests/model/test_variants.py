@@ -121,3 +121,10 @@ def test_parameter_counts_of_the_baselines_at_a_preset_size():
     assert counts["hint"] == counts["bart"] + 2 * (256 * 256 + 1)  # two bilinear heads at d_model 256
     assert counts["bart"] < counts["tied"] < counts["own"]
     assert counts["own"] - counts["tied"] >= 256 * 1000  # its own d x V plan projection
+
+
+@pytest.mark.parametrize("size, d_model, layers", [("mini", 128, 2), ("tiny", 256, 3), ("base", 768, 6)])
+def test_size_presets_set_the_bart_dimensions(size, d_model, layers):
+    config = build_config(ModelParams(size=size, max_entities=5), "eric", vocab_size=64, ids=IDS)
+    assert (config.d_model, config.encoder_layers, config.decoder_layers) == (d_model, layers, layers)
+    assert config.encoder_ffn_dim == 4 * d_model

@@ -146,3 +146,19 @@ def test_too_small_training_set_is_a_clear_error(tmp_path):
     with pytest.raises(TrainError, match="do not fill one step batch"):
         Trainer(tiny_bart(), LoopSettings(micro_batch_size=128), train_set=TRAIN,
                 collate_fn=collate, checkpoint_dir=tmp_path)
+
+
+def test_snapshots_keep_the_model_every_n_steps_and_at_the_end(tmp_path):
+    trainer = Trainer(tiny_bart(seed=0), LoopSettings(deepspeed_config="infra/deepspeed/cpu.json", precision="fp32",
+                                                      micro_batch_size=8, lr=3e-3, max_steps=5, snapshot_every=2,
+                                                      checkpoint_every=10, progress=False, eval_at_start=False),
+                      train_set=TRAIN, collate_fn=collate, checkpoint_dir=tmp_path / "ckpt", seed=5,
+                      snapshot_dir=tmp_path / "snapshots", tokenizer=tiny_tokenizer())
+    trainer.fit()
+    found = sorted(p.name for p in (tmp_path / "snapshots").iterdir())
+    assert found == ["step-000002", "step-000004", "step-000005"]
+    last = BartForConditionalGeneration.from_pretrained(tmp_path / "snapshots" / "step-000005")
+    final = trainer.save_pretrained(tmp_path / "final")
+    assert all(torch.equal(a, b) for a, b in zip(last.state_dict().values(),
+                                                 BartForConditionalGeneration.from_pretrained(final).state_dict().values()))
+    assert AutoTokenizer.from_pretrained(tmp_path / "snapshots" / "step-000002").pad_token == "<pad>"  # loads alone

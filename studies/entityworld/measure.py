@@ -1,0 +1,253 @@
+"""What run.py measures of one trained run (arm x seed), and the study's MLflow record.
+
+curve: every snapshot of the run (train.snapshot_every) writes the first `curve_inputs`
+test stories (stage one, the sampling settings of params.yaml, seeded); the checker reads
+them: parse rate, violations, state and grounding violations per parsed unit, clean and
+valid stories; beside them the stage's validation LM loss and L_CL / chance at that step.
+
+final: the trained model on the first `test_inputs` test stories:
+- stories.csv: the checker per story (units, parsed, violations, state, grounding, clean,
+  valid), for intervals over stories and tests paired by story; samples.jsonl.gz: the texts;
+- cases.csv: every coherence case (checker-decided swaps, eric/evaluate/world_metrics.py),
+  right or wrong under each scoring (lm, joint, event) and state mode;
+- final.json: L_CL / chance (train and validation, the stage's last rows), NMI and purity of
+  the gold states, the probes: the predicted state of the planned (focal) entity, and the
+  decoder's hidden state at the unit's sentence token quantized into K clusters, each
+  predicting the unit's event type and the entity's condition after it.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+from dataclasses import replace
+from pathlib import Path
+
+CHECK_FIELDS = ["id", "units", "parsed", "violations", "state_violations", "grounding", "clean", "valid"]
+LABELS = ("event", "condition")  # what the probes predict: the unit's event type, the entity's condition after it
+
+
+def _setup(params_path: Path):
+    from eric.config import load_params, resolve_path
+
+    params = load_params(params_path)
+    return params, resolve_path(params.preprocess.out_dir) / "stage_one"
+
+
+def _rows(path: Path, limit: int | None = None) -> list[dict]:
+    from eric.train.job import read_rows
+    from eric.world.corpus import WORLD_COLUMNS
+
+    columns = ["id", "source", "target", "units", "unit_entities", *(name for name, _ in WORLD_COLUMNS)]
+    return read_rows(path, columns, limit)
+
+
+def _write_csv(path: Path, rows: list[dict]) -> None:
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def story_checks(scenes: list[str], texts: list[str], ids: list[str], max_units: int) -> list[dict]:
+    """The checker per story: counts of units, parsed units and violations by kind."""
+    from eric.world.checker import check_story
+    from eric.world.metrics import text_units
+    from eric.world.world import STATE_RULES
+
+    out = []
+    for sid, scene, text in zip(ids, scenes, texts):
+        check = check_story(scene, text_units(text or "", max_units))
+        state = sum(n for rule, n in check.by_rule.items() if rule in STATE_RULES)
+        out.append({"id": sid, "units": len(check.units), "parsed": check.parsed, "violations": check.violations,
+                    "state_violations": state, "grounding": check.violations - state,
+                    "clean": int(check.parsed > 0 and check.violations == 0),
+                    "valid": int(len(check.units) > 0 and check.unparsed == 0 and check.violations == 0)})
+    return out
+
+
+def summarize_checks(checks: list[dict]) -> dict:
+    total = {k: sum(c[k] for c in checks) for k in CHECK_FIELDS[1:]}
+    parsed = total["parsed"] or None
+    return {"parse_rate": total["parsed"] / total["units"] if total["units"] else None,
+            "violation_rate": parsed and total["violations"] / parsed,
+            "state_violation_rate": parsed and total["state_violations"] / parsed,
+            "grounding_rate": parsed and total["grounding"] / parsed,
+            "clean_stories": total["clean"] / len(checks), "valid_stories": total["valid"] / len(checks)}
+
+
+def write_stage_one(model_dir: Path, params, rows: list[dict]) -> list[str]:
+    from eric.generate.loading import load_stage_one
+    from eric.generate.sampler import SamplingOptions, sample_stage_one
+
+    model, tokenizer = load_stage_one(model_dir)
+    options = SamplingOptions.from_params(params, progress=False)
+    return [s.text for s in sample_stage_one(model, tokenizer, [r["source"] for r in rows], options)]
+
+
+def _val_at(params_path: Path, variant: str) -> dict[int, dict]:
+    run = params_path.parent
+    with (run / "plots" / f"{variant}_val.csv").open() as handle:
+        return {int(r["step"]): r for r in csv.DictReader(handle)}
+
+
+def _cl_ratio(row: dict, prefix: str = "val_") -> float | None:
+    loss, chance = row.get(f"{prefix}contrastive_loss"), row.get(f"{prefix}contrastive_chance")
+    return float(loss) / float(chance) if loss not in (None, "") and chance not in (None, "") else None
+
+
+def curve(params_path: Path, ev: dict, out_csv: Path) -> None:
+    from eric.config import resolve_path
+
+    params, data = _setup(params_path)
+    variant = params.variants[0]
+    rows = _rows(data / "test.parquet", ev["curve_inputs"])
+    snapshots = resolve_path(params.train.checkpoint_dir) / "snapshots" / "train_stage_one" / variant
+    val = _val_at(params_path, variant)
+    found = []
+    for folder in sorted(snapshots.glob("step-*")):
+        step = int(folder.name.split("-")[1])
+        texts = write_stage_one(folder, params, rows)
+        checks = story_checks([r["source"] for r in rows], texts, [r["id"] for r in rows], params.evaluate.max_units)
+        v = val.get(step, {})
+        found.append({"step": step, **{k: _round(x) for k, x in summarize_checks(checks).items()},
+                      "val_lm_loss": _round(_float(v.get("val_lm_loss"))), "val_cl_ratio": _round(_cl_ratio(v))})
+    if not found:
+        raise RuntimeError(f"no snapshots in {snapshots}: train with train.snapshot_every")
+    _write_csv(out_csv, found)
+
+
+def final(params_path: Path, ev: dict, out: Path) -> None:
+    from eric.config import resolve_path
+    from eric.generate.loading import load_stage_one
+
+    params, data = _setup(params_path)
+    variant = params.variants[0]
+    model_dir = resolve_path(params.train.out_dir) / variant
+    rows = _rows(data / "test.parquet", ev["test_inputs"])
+    texts = write_stage_one(model_dir, params, rows)
+    checks = story_checks([r["source"] for r in rows], texts, [r["id"] for r in rows], params.evaluate.max_units)
+    _write_csv(out / "stories.csv", checks)
+    with gzip.open(out / "samples.jsonl.gz", "wt") as handle:
+        for row, text in zip(rows, texts):
+            handle.write(json.dumps({"id": row["id"], "input": row["source"], "stage_one": text}) + "\n")
+    model, tokenizer = load_stage_one(model_dir)
+    cases, coherence = coherence_cases(model, tokenizer, rows, params)
+    _write_csv(out / "cases.csv", cases)
+    result = {"checks": summarize_checks(checks), "coherence": coherence,
+              "contrastive": contrastive_ratios(params_path, variant),
+              "probes": probes(model, tokenizer, params, data, ev["probe_train_texts"], rows)}
+    if getattr(model.config, "use_state", False):
+        from eric.evaluate.world_metrics import state_agreement
+
+        m = params.model
+        result["states"] = state_agreement(model, tokenizer, rows, max_source_length=m.max_source_length,
+                                           max_target_length=m.max_target_length, progress=False)
+    (out / "final.json").write_text(json.dumps(result, indent=1) + "\n")
+
+
+def coherence_cases(model, tokenizer, rows: list[dict], params) -> tuple[list[dict], dict]:
+    """Every checker-decided coherence case under each scoring and state mode."""
+    from eric.evaluate.coherence import SCORINGS, mode_label, state_modes
+    from eric.evaluate.world_metrics import WorldCoherenceScorer
+
+    m = params.model
+    cases, accuracy = [], {}
+    for scoring in SCORINGS:
+        scorer = WorldCoherenceScorer(model, tokenizer, rows, scoring=scoring, seed=params.seed, progress=False,
+                                      max_source_length=m.max_source_length, max_target_length=m.max_target_length)
+        for mode in state_modes(model.config):
+            result = scorer.run(rows, mode, mode_label("model", mode))
+            accuracy[f"{scoring}/{mode}"] = _round(result.accuracy)
+            cases += [{"scoring": scoring, "mode": mode, "text": t, "unit": u, "right": int(r)}
+                      for t, u, r in result.outcomes]
+    return cases, accuracy
+
+
+def contrastive_ratios(params_path: Path, variant: str) -> dict:
+    run = params_path.parent
+    out = {}
+    for split, name, prefix in (("train", f"{variant}.csv", ""), ("val", f"{variant}_val.csv", "val_")):
+        with (run / "plots" / name).open() as handle:
+            last = list(csv.DictReader(handle))[-1]
+        out[split] = _round(_cl_ratio(last, prefix))
+    return out
+
+
+def probes(model, tokenizer, params, data: Path, train_texts: int, test_rows: list[dict]) -> dict:
+    """Predicted-state and hidden-state probes of the focal entity's event type and condition."""
+    from eric.data.collate import StageOneCollator
+    from eric.evaluate.state_probe import hidden_unit_pairs, majority_probe, quantize_hidden, unit_state_pairs
+    from eric.evaluate.world_metrics import focal_rows, true_labels
+
+    m = params.model
+    collator = StageOneCollator(tokenizer, m.max_source_length, m.max_target_length, max_entities=m.max_entities,
+                                entity_choice=m.entity_choice, hard_negatives=m.hard_negatives, seed=params.seed)
+    train_rows = focal_rows(_rows(data / "train.parquet", train_texts))
+    test_rows = focal_rows(test_rows)
+
+    def label(row: dict, n: int) -> str | None:  # every label at once, split per probe below
+        found = true_labels(row, n) if n < len(row["world_events"]) else None
+        return found and "|".join(found[name] for name in LABELS)
+
+    hidden = quantize_hidden(hidden_unit_pairs(model, collator, train_rows, label),
+                             hidden_unit_pairs(model, collator, test_rows, label), m.num_states, seed=params.seed)
+    probed = {"hidden": ("predicted", hidden)}
+    if getattr(model.config, "use_state", False):
+        states = unit_state_pairs(model, collator, train_rows, label), unit_state_pairs(model, collator, test_rows, label)
+        probed.update({"predicted": ("predicted", states), "gold": ("gold", states)})
+    out: dict = {}
+    for i, name in enumerate(LABELS):
+        for what, (which, (train, test)) in probed.items():
+            split = [[replace(u, label=u.label.split("|")[i]) for u in pairs] for pairs in (train, test)]
+            out[f"{what}/{name}"] = majority_probe(*split, which=which).to_dict()
+    return out
+
+
+def _float(value) -> float | None:
+    return None if value in (None, "") else float(value)
+
+
+def _round(value, digits: int = 5):
+    return None if value is None else round(float(value), digits)
+
+
+def log_study(plan: dict, outputs: Path) -> None:
+    """The study as one MLflow parent run with a nested run per arm and seed (final numbers
+    and the learning curve as step metrics)."""
+    import os
+
+    import mlflow
+
+    from eric.tracking import experiment_id, tracking_uri
+
+    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+    mlflow.set_tracking_uri(tracking_uri())
+    client = mlflow.MlflowClient()
+    experiment = experiment_id(client, "study-entityworld")
+    with mlflow.start_run(experiment_id=experiment, run_name="entityworld", tags={"study": "entityworld"}):
+        mlflow.log_params({k: v for k, v in plan["set"].items()})
+        for folder in sorted(outputs.glob("*/seed-*")):
+            if not (folder / "final.json").is_file():
+                continue
+            arm, seed = folder.parent.name, folder.name.split("-")[1]
+            with mlflow.start_run(experiment_id=experiment, run_name=f"{arm} seed {seed}", nested=True,
+                                  tags={"study": "entityworld", "arm": arm, "seed": seed}):
+                final_json = json.loads((folder / "final.json").read_text())
+                mlflow.log_metrics({k: v for k, v in _flat(final_json).items() if isinstance(v, (int, float))})
+                with (folder / "curve.csv").open() as handle:
+                    for row in csv.DictReader(handle):
+                        mlflow.log_metrics({f"curve_{k}": float(v) for k, v in row.items() if k != "step" and v},
+                                           step=int(row["step"]))
+
+
+def _flat(tree: dict, prefix: str = "") -> dict:
+    out = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}".replace("/", "_")
+        if isinstance(value, dict):
+            out.update(_flat(value, f"{name}_"))
+        elif value is not None:
+            out[name] = value
+    return out

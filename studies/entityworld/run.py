@@ -1,0 +1,141 @@
+"""Run the decisive EntityWorld study (plan.yaml): every arm x seed trains with the real stage.
+
+    python studies/entityworld/run.py [--arms eric bart] [--seeds 1 2] [--jobs 2] [--no-mlflow]
+
+What is missing is run; what exists is kept (delete runs/<arm>/seed-<s> to rerun one).
+runs/data: the world (preprocess) and tokenizer, once. runs/<arm>/seed-<s>: params, model,
+snapshots, logs. outputs/<arm>/seed-<s>/ (committed): the stage's own curves (train.csv,
+val.csv), the learning curve over snapshots (curve.csv), and the final model's
+measurements (final.json, stories.csv: the checker per test story, cases.csv: every
+coherence case). Trainings run `--jobs` at a time with one torch thread each; each run is
+measured as soon as it is trained. At the end the study is one MLflow parent run
+(experiment `study-entityworld`) with a nested run per arm and seed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import yaml
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+RUNS, OUTPUTS = HERE / "runs", HERE / "outputs"
+sys.path.insert(0, str(ROOT))
+
+from eric.config import set_dotted  # noqa: E402  (the project root is on the path first)
+
+
+def load_plan() -> dict:
+    return yaml.safe_load((HERE / "plan.yaml").read_text())
+
+
+def base_params(plan: dict) -> dict:
+    """params.yaml with the world profile and the plan's settings; data under runs/data."""
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    overrides = {**yaml.safe_load((ROOT / plan["profile"]).read_text()), **plan["set"]}
+    data = RUNS / "data"
+    overrides.update({"preprocess.out_dir": str(data / "processed"), "tokenizer.out_dir": str(data / "tokenizer"),
+                      "tokenizer.metrics_path": str(data / "tokenizer.json"), "preprocess.n_process": 2,
+                      "train.mlflow": False, "train.progress": False})
+    for key, value in overrides.items():
+        set_dotted(params, key, value)
+    return params
+
+
+def stage(script: str, params_path: Path, log: Path, *args: str) -> None:
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
+    with log.open("w") as handle:
+        code = subprocess.call([sys.executable, f"stages/{script}", *args, str(params_path)], cwd=ROOT, env=env,
+                               stdout=handle, stderr=subprocess.STDOUT)
+    if code:
+        raise RuntimeError(f"{script} failed (exit {code}); see {log}")
+
+
+def ensure_data(plan: dict) -> Path:
+    data = RUNS / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    path = data / "params.yaml"
+    path.write_text(yaml.safe_dump(base_params(plan), sort_keys=False))
+    if not (data / "processed" / "stage_one" / "test.parquet").is_file():
+        print("generating the world", flush=True)
+        stage("preprocess.py", path, data / "preprocess.log")
+    if not (data / "tokenizer" / "tokenizer_config.json").is_file():
+        stage("tokenizer.py", path, data / "tokenizer.log")
+    return path
+
+
+def run_params(plan: dict, arm: str, seed: int) -> tuple[Path, str]:
+    """The run's params file (written) and its variant."""
+    spec = plan["arms"][arm]
+    run = RUNS / arm / f"seed-{seed}"
+    params = base_params(plan)
+    for key, value in {**spec.get("set", {}), "seed": seed, "variants": [spec["variant"]]}.items():
+        set_dotted(params, key, value)
+    for key in ("out_dir", "metrics_dir", "plots_dir", "checkpoint_dir", "targets_dir"):
+        params["train"][key] = str(run / key.removesuffix("_dir"))
+    run.mkdir(parents=True, exist_ok=True)
+    path = run / "params.yaml"
+    path.write_text(yaml.safe_dump(params, sort_keys=False))
+    return path, spec["variant"]
+
+
+def train(plan: dict, arm: str, seed: int) -> Path:
+    path, variant = run_params(plan, arm, seed)
+    run = path.parent
+    if not (run / "plots" / f"{variant}_val.csv").is_file():
+        print(f"training {arm} seed {seed}", flush=True)
+        stage("train_stage_one.py", path, run / "train.log", variant)
+    out = outputs(arm, seed)
+    shutil.copy(run / "plots" / f"{variant}.csv", out / "train.csv")
+    shutil.copy(run / "plots" / f"{variant}_val.csv", out / "val.csv")
+    return path
+
+
+def outputs(arm: str, seed: int) -> Path:
+    out = OUTPUTS / arm / f"seed-{seed}"
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def measure_run(plan: dict, arm: str, seed: int) -> None:
+    """Train if needed, then the learning curve and the final measurements (each kept)."""
+    from studies.entityworld.measure import curve, final
+
+    path = train(plan, arm, seed)
+    out = outputs(arm, seed)
+    if not (out / "curve.csv").is_file():
+        curve(path, plan["evaluate"], out / "curve.csv")
+    if not (out / "final.json").is_file():
+        final(path, plan["evaluate"], out)
+    print(f"done {arm} seed {seed}", flush=True)
+
+
+def main() -> None:
+    plan = load_plan()
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--arms", nargs="+", default=list(plan["arms"]), choices=list(plan["arms"]))
+    parser.add_argument("--seeds", nargs="+", type=int, default=plan["seeds"])
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--no-mlflow", action="store_true", help="do not log the study to MLflow")
+    args = parser.parse_args()
+    ensure_data(plan)
+    runs = [(arm, seed) for seed in args.seeds for arm in args.arms]  # every arm's first seed first
+    with ThreadPoolExecutor(args.jobs) as pool:
+        for future in [pool.submit(measure_run, plan, arm, seed) for arm, seed in runs]:
+            future.result()
+    if not args.no_mlflow:
+        from studies.entityworld.measure import log_study
+
+        log_study(plan, OUTPUTS)
+
+
+if __name__ == "__main__":
+    main()
