@@ -146,6 +146,11 @@ def _study_block(name: str) -> Callable[[], str]:
     return lambda: study_tables(load_study(PROJECT_ROOT / "studies" / name))
 
 
+def _runner_block(name: str) -> str:
+    """A runner study's own summary (its render.py `summary()`)."""
+    return _own_renderer(load_study(PROJECT_ROOT / "studies" / name)).summary()
+
+
 # --- benchmarks (studies/benchmarks/outputs/*.json, written by the scripts) ----------------
 
 def benchmarks() -> str:
@@ -194,13 +199,53 @@ def _flat(d: dict, prefix: str = "") -> dict:
 
 # --- the registry and the files ---------------------------------------------------------
 
+# --- EntityWorld's sample story (generated, so it always matches the generator) -----------
+
+def world_sample(seed: int = 42, gap: int = 4) -> str:
+    """The first story of the seed's corpus where a captive escapes `gap`+ units after the capture."""
+    from eric.world.generate import generate_stories
+
+    for story in generate_stories(seed, 2000):
+        units = _escape_after_capture(story, gap)
+        if units:
+            return _sample_story(story, *units)
+    return "_No story of the first 2,000 has a late escape._\n"
+
+
+def _escape_after_capture(story, gap: int) -> tuple[int, int] | None:
+    for i, event in enumerate(story.events):
+        if event.kind == "capture":
+            for j in range(i + gap, len(story.events)):
+                if story.events[j].kind == "escape" and story.events[j].a == event.b:
+                    return i, j
+    return None
+
+
+def _sample_story(story, capture: int, escape: int) -> str:
+    from eric.world.phrasings import tag
+
+    cast = ", ".join(f"`{tag(k)}` {name.split()[0]}" for k, name in enumerate(story.cast))
+    rows = []
+    for n, (unit, event, states) in enumerate(zip(story.units, story.events, story.states)):
+        s = states[event.a]
+        held = f", holds the {s['holds']}" if s["holds"] else ""
+        rows.append([str(n + 2), f"`{unit}`", event.kind, f"`{tag(event.a)}` {s['location']}, {s['condition']}{held}"])
+    who = tag(story.events[escape].a)
+    return (f"Story `{story.id}`. Input: `{story.scene}` ({cast}.)\n\n"
+            + text_table(["#", "stage-one unit", "event", "focal: state after"], rows)
+            + f"\nUnit {escape + 2} (`escape` by `{who}`) is legal only because of unit {capture + 2}, "
+              f"{escape - capture} sentences earlier, where `{who}` was captured: without it the unit would break "
+              "`not_captive`.\n")
+
+
 BLOCKS: dict[str, Callable[[], str]] = {
     "headline": headline,
     "corpus-stats": corpus_stats,
     "studies": studies_index,
     "ablations": _study_block("ablations"),
     "baselines": _study_block("baselines"),
-    "entityworld": _study_block("entityworld"),
+    "entityworld": lambda: _runner_block("entityworld"),
+    "world-sample": world_sample,
     "benchmarks": benchmarks,
     "gpu-check": gpu_check,
 }

@@ -25,7 +25,10 @@ from dataclasses import replace
 from pathlib import Path
 
 CHECK_FIELDS = ["id", "units", "parsed", "violations", "state_violations", "grounding", "clean", "valid"]
-LABELS = ("event", "condition")  # what the probes predict: the unit's event type, the entity's condition after it
+# What the probes predict of a unit's focal character: the event type of the unit (drawn at
+# random by the generator, so the prefix bounds what can be known), its condition when the
+# unit begins (fixed by the prefix: a model that tracks states can know it), and after it.
+LABELS = ("event", "condition_before", "condition")
 
 
 def _setup(params_path: Path):
@@ -188,8 +191,12 @@ def probes(model, tokenizer, params, data: Path, train_texts: int, test_rows: li
     test_rows = focal_rows(test_rows)
 
     def label(row: dict, n: int) -> str | None:  # every label at once, split per probe below
-        found = true_labels(row, n) if n < len(row["world_events"]) else None
-        return found and "|".join(found[name] for name in LABELS)
+        if n >= len(row["world_events"]):
+            return None
+        found = true_labels(row, n)
+        k = int(found["entity"][2:-1])
+        found["condition_before"] = row["world_states"][n - 1][k]["condition"] if n else "well"  # a scene starts well
+        return "|".join(found[name] for name in LABELS)
 
     hidden = quantize_hidden(hidden_unit_pairs(model, collator, train_rows, label),
                              hidden_unit_pairs(model, collator, test_rows, label), m.num_states, seed=params.seed)

@@ -1,0 +1,355 @@
+"""docs/entityworld-study.md and its learning-curve figure, from studies/entityworld/outputs.
+
+    python studies/entityworld/render.py     # or python -m studies.render (every page)
+
+Every number is read from the committed outputs (run.py writes them); nothing is typed.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from eric.evaluate.intervals import mcnemar, paired_ratio_difference, ratio_interval, seed_interval
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+OUTPUTS = HERE / "outputs"
+PAGE = ROOT / "docs" / "entityworld-study.md"
+FIGURE = ROOT / "docs" / "img" / "entityworld-curves.png"
+PLAN = yaml.safe_load((HERE / "plan.yaml").read_text())
+NAMES = {"eric": "ERIC", "eric_paper": "ERIC (paper recipe)", "eric_no_state_attention": "ERIC w/o StateAttn",
+         "eric_no_state": "ERIC w/o s_n", "bart": "BART", "simctg": "SimCTG"}
+FLUENT_PARSE, FLUENT_GROUNDING = 0.95, 0.05  # the fluent budget's targets
+RATIO_TARGET = 0.7  # ERIC's state violations at most this share of BART's
+CURVE_KEYS = [("parse_rate", "parse rate"), ("violation_rate", "violations / parsed unit"),
+              ("state_violation_rate", "state violations / parsed unit"), ("val_cl_ratio", "val L_CL / chance")]
+
+
+# --- reading the outputs -----------------------------------------------------------------
+def _csv(path: Path) -> list[dict]:
+    with path.open() as handle:
+        return list(csv.DictReader(handle))
+
+
+def runs(arm: str) -> dict[int, Path]:
+    """seed -> outputs folder, for the seeds whose final measurements exist."""
+    found = {}
+    for folder in sorted((OUTPUTS / arm).glob("seed-*")):
+        if (folder / "final.json").is_file():
+            found[int(folder.name.split("-")[1])] = folder
+    return found
+
+
+def arms() -> list[str]:
+    return [arm for arm in PLAN["arms"] if runs(arm)]
+
+
+def stories(arm: str, field: str) -> np.ndarray:
+    """stories x seeds of one checker count (rows in the test inputs' order); "ones" counts stories."""
+    columns = [[1.0 if field == "ones" else float(r[field]) for r in _csv(folder / "stories.csv")]
+               for folder in runs(arm).values()]
+    return np.array(columns).T
+
+
+def finals(arm: str) -> list[dict]:
+    return [json.loads((folder / "final.json").read_text()) for folder in runs(arm).values()]
+
+
+def curve_rows(arm: str) -> dict[int, list[dict]]:
+    return {seed: _csv(folder / "curve.csv") for seed, folder in runs(arm).items() if (folder / "curve.csv").is_file()}
+
+
+def cases(arm: str, scoring: str) -> dict[tuple, bool]:
+    """(seed, text, unit) -> right, for the model's own states (predicted) or none."""
+    out = {}
+    for seed, folder in runs(arm).items():
+        for r in _csv(folder / "cases.csv"):
+            if r["scoring"] == scoring and r["mode"] in ("predicted", "none"):
+                out[(seed, r["text"], int(r["unit"]))] = r["right"] == "1"
+    return out
+
+
+# --- formatting ----------------------------------------------------------------------------
+def fmt(value, digits: int = 3, pct: bool = False) -> str:
+    if value is None:
+        return "–"
+    return f"{100 * value:.1f}" if pct else f"{value:.{digits}f}"
+
+
+def fmt_interval(found, digits: int = 3, pct: bool = False) -> str:
+    if found.value is None:
+        return "–"
+    if found.low is None:
+        return fmt(found.value, digits, pct)
+    return f"{fmt(found.value, digits, pct)} [{fmt(found.low, digits, pct)}, {fmt(found.high, digits, pct)}]"
+
+
+def table(header: list[str], rows: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|",
+            *("| " + " | ".join(r) + " |" for r in rows)]
+
+
+# --- the measures ----------------------------------------------------------------------------
+def rate(arm: str, field: str, per: str = "parsed"):
+    return ratio_interval(stories(arm, field), stories(arm, per), resamples=PLAN["evaluate"]["bootstrap"])
+
+
+def per_seed(arm: str, field: str, per: str = "parsed") -> list[float | None]:
+    numer, denom = stories(arm, field), stories(arm, per)
+    return [float(numer[:, s].sum() / denom[:, s].sum()) if denom[:, s].sum() else None for s in range(numer.shape[1])]
+
+
+def final_table(found: list[str]) -> list[str]:
+    rows = []
+    for arm in found:
+        coherence = {s: seed_interval([f["coherence"].get(f"{s}/predicted", f["coherence"].get(f"{s}/none"))
+                                        for f in finals(arm)]) for s in ("lm", "joint", "event")}
+        rows.append([NAMES.get(arm, arm), str(len(runs(arm))), fmt_interval(rate(arm, "parsed", "units"), pct=True),
+                     fmt_interval(rate(arm, "state_violations")), fmt_interval(rate(arm, "grounding")),
+                     fmt_interval(rate(arm, "violations")), fmt_interval(rate(arm, "clean", "ones"), pct=True),
+                     fmt_interval(rate(arm, "valid", "ones"), pct=True),
+                     *(fmt_interval(coherence[s], pct=True) for s in ("lm", "joint", "event"))])
+    return table(["arm", "seeds", "parse rate %", "state viol. / parsed", "grounding viol. / parsed",
+                  "all viol. / parsed", "clean stories %", "valid stories %", "coherence lm %", "coherence joint %",
+                  "coherence event %"], rows)
+
+
+def seed_table(found: list[str]) -> list[str]:
+    rows = []
+    for arm in found:
+        parse, state = per_seed(arm, "parsed", "units"), per_seed(arm, "state_violations")
+        rows.append([NAMES.get(arm, arm), fmt_interval(seed_interval(parse), pct=True),
+                     ", ".join(fmt(v, pct=True) for v in parse), fmt_interval(seed_interval(state)),
+                     ", ".join(fmt(v) for v in state)])
+    return table(["arm", "parse rate % (mean, t-interval)", "per seed", "state viol. / parsed (mean, t-interval)",
+                  "per seed"], rows)
+
+
+def matched(a: str, b: str, field: str = "state_violations"):
+    """A minus B on the stories both parse completely (per seed; seeds paired by number)."""
+    seeds = sorted(set(runs(a)) & set(runs(b)))
+    ia, ib = [list(runs(a)).index(s) for s in seeds], [list(runs(b)).index(s) for s in seeds]
+    full = lambda arm, idx: (stories(arm, "parsed")[:, idx] == stories(arm, "units")[:, idx])  # noqa: E731
+    both = full(a, ia) & full(b, ib)
+    return paired_ratio_difference(stories(a, field)[:, ia] * both, stories(a, "parsed")[:, ia] * both,
+                                   stories(b, field)[:, ib] * both, stories(b, "parsed")[:, ib] * both,
+                                   resamples=PLAN["evaluate"]["bootstrap"]), int(both.sum())
+
+
+def pair_rows(pairs: list[tuple[str, str]]) -> list[list[str]]:
+    rows = []
+    for a, b in pairs:
+        seeds = sorted(set(runs(a)) & set(runs(b)))
+        ia, ib = [list(runs(a)).index(s) for s in seeds], [list(runs(b)).index(s) for s in seeds]
+        diff = paired_ratio_difference(stories(a, "state_violations")[:, ia], stories(a, "parsed")[:, ia],
+                                       stories(b, "state_violations")[:, ib], stories(b, "parsed")[:, ib],
+                                       resamples=PLAN["evaluate"]["bootstrap"])
+        at_match, n = matched(a, b)
+        tests = [mcnemar(cases(a, s), cases(b, s)) for s in ("lm", "joint", "event")]
+        rows.append([f"{NAMES.get(a, a)} − {NAMES.get(b, b)}", str(len(seeds)), _diff(diff), _p(diff.p_value),
+                     f"{_diff(at_match)} ({n} story-seeds)",
+                     *(f"{t.a_only}/{t.b_only}, p {_p(t.p_value)}" for t in tests)])
+    return rows
+
+
+def _diff(found) -> str:
+    if found.difference is None:
+        return "–"
+    return f"{found.difference:+.3f} [{found.low:+.3f}, {found.high:+.3f}]"
+
+
+def _p(value) -> str:
+    return "–" if value is None else (f"{value:.2g}" if value >= 1e-4 else "<1e-4")
+
+
+def probe_table(found: list[str]) -> list[str]:
+    rows = []
+    for arm in found:
+        probes = [f["probes"] for f in finals(arm)]
+        for key in sorted(probes[0]):
+            acc = seed_interval([p[key]["accuracy"] for p in probes])
+            gain = seed_interval([p[key]["gain"] for p in probes])
+            pooled_low = min(p[key]["gain_low"] for p in probes)
+            what, label = key.split("/")
+            rows.append([NAMES.get(arm, arm), what, label, fmt_interval(acc), fmt(np.mean([p[key]["majority"] for p in probes])),
+                         fmt_interval(gain), f"{pooled_low:+.3f}"])
+    return table(["arm", "state", "label", "accuracy (mean over seeds)", "majority class", "gain (mean, t-interval)",
+                  "lowest per-seed bootstrap low"], rows)
+
+
+def contrast_table(found: list[str]) -> list[str]:
+    rows = []
+    for arm in found:
+        fs = finals(arm)
+        if not any(f["contrastive"].get("val") for f in fs):
+            continue
+        states = [f.get("states") or {} for f in fs]
+        rows.append([NAMES.get(arm, arm), fmt_interval(seed_interval([f["contrastive"]["train"] for f in fs])),
+                     fmt_interval(seed_interval([f["contrastive"]["val"] for f in fs])),
+                     fmt_interval(seed_interval([s.get("nmi") for s in states])),
+                     fmt_interval(seed_interval([s.get("purity") for s in states]), pct=True),
+                     fmt(np.mean([s.get("states_used", 0) for s in states]), 0)])
+    return table(["arm", "train L_CL / chance", "val L_CL / chance", "NMI (event, condition)", "purity %",
+                  "states used (test)"], rows)
+
+
+# --- curves ----------------------------------------------------------------------------------
+def mean_curve(arm: str, key: str) -> list[tuple[int, float]]:
+    by_step: dict[int, list[float]] = {}
+    for rows in curve_rows(arm).values():
+        for r in rows:
+            if r.get(key) not in (None, ""):
+                by_step.setdefault(int(r["step"]), []).append(float(r[key]))
+    return [(step, float(np.mean(v))) for step, v in sorted(by_step.items())]
+
+
+def curve_table(found: list[str]) -> list[str]:
+    steps = sorted({s for arm in found for s, _ in mean_curve(arm, "parse_rate")})
+    rows = []
+    for step in steps:
+        cells = []
+        for arm in found:
+            values = {key: dict(mean_curve(arm, key)).get(step) for key in ("parse_rate", "grounding_rate",
+                                                                                 "state_violation_rate")}
+            cells.append(f"{fmt(values['parse_rate'], pct=True)} / {fmt(values['grounding_rate'], 2)} / "
+                         f"{fmt(values['state_violation_rate'], 2)}")
+        rows.append([str(step), *cells])
+    return table(["step", *(NAMES.get(a, a) for a in found)], rows)
+
+
+def draw(found: list[str] | None = None) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    found = found or arms()
+    fig, axes = plt.subplots(1, len(CURVE_KEYS), figsize=(4 * len(CURVE_KEYS), 3.6))
+    for ax, (key, title) in zip(axes, CURVE_KEYS):
+        for arm in found:
+            points = mean_curve(arm, key)
+            if points:
+                ax.plot([s for s, _ in points], [v for _, v in points], marker="o", label=NAMES.get(arm, arm))
+        if key == "parse_rate":
+            ax.axhline(FLUENT_PARSE, color="grey", linestyle=":", linewidth=0.8)
+        ax.set_title(title, fontsize="medium")
+        ax.set_xlabel("step")
+    axes[0].legend(fontsize="small")
+    fig.tight_layout()
+    FIGURE.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(FIGURE, dpi=110)
+    plt.close(fig)
+
+
+# --- the verdict -------------------------------------------------------------------------------
+def fluent_line() -> str:
+    points = {s: v for s, v in mean_curve("bart", "parse_rate")}
+    grounding = dict(mean_curve("bart", "grounding_rate"))
+    if not points:
+        return "BART has no learning curve yet."
+    met = [s for s in sorted(points) if points[s] >= FLUENT_PARSE and (grounding.get(s) or 1) <= FLUENT_GROUNDING]
+    last = max(points)
+    if met:
+        return f"BART meets the fluent budget from step {met[0]} (parse rate {fmt(points[met[0]], pct=True)}%)."
+    steps = sorted(points)
+    previous = steps[-2] if len(steps) > 1 else last
+    trend = (f"from step {previous} to {last} the parse rate moved {100 * (points[last] - points[previous]):+.1f} "
+             f"points and grounding violations {(grounding.get(last) or 0) - (grounding.get(previous) or 0):+.2f}")
+    return (f"**The fluent budget is missed:** at step {last}, the end of this budget, BART parses "
+            f"{fmt(points[last], pct=True)}% of units (target {100 * FLUENT_PARSE:.0f}%) with "
+            f"{fmt(grounding.get(last), 2)} grounding violations per parsed unit (target {FLUENT_GROUNDING}); "
+            f"{trend}.")
+
+
+def verdict() -> str:
+    if not (runs("eric") and runs("bart")):
+        return "No verdict yet: ERIC and BART have not both been measured."
+    eric, bart = rate("eric", "state_violations"), rate("bart", "state_violations")
+    ratio = eric.value / bart.value if bart.value else None
+    apart = eric.high is not None and bart.low is not None and eric.high < bart.low
+    probe = lambda arm: np.mean([f["probes"].get("predicted/event", f["probes"]["hidden/event"])["accuracy"]  # noqa: E731
+                                 for f in finals(arm)])
+    parse = rate("eric", "parsed", "units").value, rate("bart", "parsed", "units").value
+    wins = ratio is not None and ratio <= RATIO_TARGET and apart and probe("eric") > probe("bart")
+    head = "**Verdict: ERIC tracks entities better than BART here.**" if wins else \
+        "**Verdict: not shown — at this budget ERIC does not track entities better than BART.**"
+    return (f"{head} State violations per parsed unit: ERIC {fmt_interval(eric)}, BART {fmt_interval(bart)} "
+            f"(ratio {fmt(ratio, 2)}, target ≤ {RATIO_TARGET}; intervals {'apart' if apart else 'overlap'}); "
+            f"parse rates {fmt(parse[0], pct=True)}% and {fmt(parse[1], pct=True)}%; probe accuracy for the "
+            f"event type {fmt(probe('eric'))} (ERIC's predicted state) vs {fmt(probe('bart'))} (BART's hidden "
+            "state).")
+
+
+# --- the page -------------------------------------------------------------------------------------
+def page() -> str:
+    found = arms()
+    s, ev = PLAN["set"], PLAN["evaluate"]
+    out = ["# The decisive EntityWorld study: does ERIC track entities better than BART?", "",
+           "<!-- generated by studies/entityworld/render.py from studies/entityworld/outputs; do not edit -->", "",
+           f"Every number is read from `studies/entityworld/outputs/` ({len(found)} arms; rerun what is missing with "
+           "`python flows/study.py studies/entityworld`, i.e. `studies/entityworld/run.py`). The plan "
+           f"(`studies/entityworld/plan.yaml`): {s['corpus.world.stories']:,} generated stories (the world and the "
+           f"test inputs are fixed), the `{s['model.size']}` model size from random weights, {s['train.max_steps']:,} "
+           f"steps of batch 8 at lr {s['train.lr']} (no story seen twice), seeds {', '.join(map(str, PLAN['seeds']))} "
+           "(initialisation and data order), one torch thread per run on a 2-core CPU. The checker reads the "
+           f"stage-one texts (placeholders) of the first {ev['test_inputs']} test inputs, sampled with top-p 0.9; "
+           f"the learning curves read the first {ev['curve_inputs']} at every snapshot.", "",
+           verdict(), "", "## The fluent budget", "", fluent_line(), "",
+           f"![learning curves]({FIGURE.relative_to(PAGE.parent).as_posix()})", "",
+           "Learning curves, mean over seeds (parse rate % / grounding violations / state violations per parsed "
+           "unit):", "", *curve_table(found), "",
+           "## What each arm writes", "",
+           "Pooled over seeds; 95% intervals are bootstrap over the test stories (a story's seeds move together). "
+           "Coherence: the model's own predicted states; `lm` is the paper's test, `joint` adds the planner's "
+           "log-probability of the swapped-in entity, `event` leaves the swapped placeholder out of both scores "
+           "(mean over seeds, t-interval).", "", *final_table(found), "",
+           "The spread over seeds (one number per seed, mean and 95% Student-t interval):", "", *seed_table(found), "",
+           "## Paired tests", "",
+           "Per test input (seed n of one arm paired with seed n of the other): the difference of state violations "
+           "per parsed unit with a paired bootstrap interval and the Wilcoxon signed-rank p-value over per-story "
+           "differences; **at matched parse rate**: the same difference on only the stories both arms parse "
+           "completely (every unit a legal phrasing), so neither arm is judged on text the other could not write; "
+           "McNemar on the coherence cases (right only in A / right only in B, exact p).", "",
+           *table(["A − B", "seeds", "state viol. / parsed", "Wilcoxon p", "at matched parse rate",
+                   "McNemar lm", "McNemar joint", "McNemar event"],
+                  pair_rows([(a, b) for a, b in (("eric", "bart"), ("eric", "eric_no_state"), ("eric", "eric_paper"))
+                             if runs(a) and runs(b)])), "",
+           "## Does the state carry the entity's situation?", "",
+           "L_CL against chance at the end of training (the stage's own last train window and validation pass), "
+           "and NMI / purity of the gold states (sentence encoder, from the unit itself) against the focal "
+           "character's (event type, condition after):", "", *contrast_table(found), "",
+           f"Probes (`eric/evaluate/state_probe.py`): fitted on {ev['probe_train_texts']:,} training stories, scored "
+           "on the test inputs; the label is the unit's event type or its focal character's condition after it. "
+           "`predicted`: the state the predictor chooses for the planned (focal) entity from the prefix; `gold`: "
+           "the sentence encoder's state of the unit itself; `hidden`: the decoder's last hidden state at the "
+           "unit's sentence token, quantized into as many k-means clusters as ERIC has states (the same probe for "
+           "every arm). Gain = accuracy − majority class.", "", *probe_table(found), "",
+           "## Not in this study yet", "",
+           "- Final texts: the mention writer is not trained on the world here, so only stage-one texts are judged.",
+           "- A GPU run: none was lent to this session; the runner takes device settings from params only.", ""]
+    return "\n".join(out)
+
+
+def summary() -> str:
+    """The verdict and the main table, for docs/entityworld.md's generated block."""
+    page_link = f"[the study's page]({PAGE.name})"
+    return "\n".join([verdict(), "", *final_table(arms()), "", f"Learning curves, seeds, paired tests and probes: {page_link}.", ""])
+
+
+def pages() -> dict[Path, str]:
+    return {PAGE: page()}
+
+
+def main() -> None:
+    draw()
+    PAGE.write_text(page())
+    print(f"wrote {PAGE.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,62 @@
+"""The EntityWorld study's own code: the checker per story, and the verdict the page draws."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from eric.world.generate import generate_stories
+from studies.entityworld import render
+from studies.entityworld.measure import story_checks, summarize_checks
+
+
+@pytest.fixture(scope="module")
+def stories():
+    return list(generate_stories(seed=3, count=4, cast=(3, 5), events=6))
+
+
+def test_story_checks_count_units_parsed_and_violations_by_kind(stories):
+    truth = ["<sent> " + " <sent> ".join(s.units) for s in stories]
+    broken = list(truth)
+    broken[0] = "<sent> <e0> traveled to Nowhere Town. <sent> <e0> mumbled."  # a place not in the story; unparsed
+    checks = story_checks([s.scene for s in stories], broken, [s.id for s in stories], max_units=15)
+    assert checks[0] == {"id": stories[0].id, "units": 2, "parsed": 1, "violations": 1, "state_violations": 0,
+                         "grounding": 1, "clean": 0, "valid": 0}
+    assert all(c["units"] == c["parsed"] == 6 and c["violations"] == 0 and c["valid"] == 1 for c in checks[1:])
+    summary = summarize_checks(checks)
+    assert summary["parse_rate"] == pytest.approx(19 / 20) and summary["grounding_rate"] == pytest.approx(1 / 19)
+    assert summary["valid_stories"] == 0.75 and summary["state_violation_rate"] == 0
+
+
+def _write_run(folder, state_violations: list[int], probe: float, parsed: int = 10) -> None:
+    folder.mkdir(parents=True)
+    with (folder / "stories.csv").open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=["id", "units", "parsed", "violations", "state_violations",
+                                                    "grounding", "clean", "valid"])
+        writer.writeheader()
+        for i, v in enumerate(state_violations):
+            writer.writerow({"id": f"s{i}", "units": 10, "parsed": parsed, "violations": v, "state_violations": v,
+                             "grounding": 0, "clean": int(v == 0), "valid": int(v == 0)})
+    (folder / "cases.csv").write_text("scoring,mode,text,unit,right\nlm,none,s0,1,1\n")
+    probe_entry = {"accuracy": probe, "majority": 0.3, "gain": probe - 0.3, "gain_low": 0.0, "gain_high": 0.0}
+    (folder / "final.json").write_text(json.dumps({
+        "checks": {}, "coherence": {"lm/none": 0.5}, "contrastive": {"train": None, "val": None},
+        "probes": {"hidden/event": probe_entry, "predicted/event": probe_entry}}))
+
+
+@pytest.mark.parametrize("eric_violations, eric_probe, verdict", [
+    (1, 0.6, "ERIC tracks entities better than BART here"),  # a third of BART's violations, intervals apart
+    (3, 0.6, "not shown"),  # as many violations as BART
+    (1, 0.2, "not shown"),  # fewer violations but a worse probe
+])
+def test_the_verdict_needs_fewer_state_violations_apart_and_a_better_probe(tmp_path, monkeypatch, eric_violations,
+                                                                         eric_probe, verdict):
+    monkeypatch.setattr(render, "OUTPUTS", tmp_path)
+    for seed in (1, 2, 3):
+        _write_run(tmp_path / "eric" / f"seed-{seed}", [eric_violations] * 40, eric_probe)
+        _write_run(tmp_path / "bart" / f"seed-{seed}", [3] * 40, 0.4)
+    assert verdict in render.verdict()
+    assert render.arms() == ["eric", "bart"]
+    assert "| ERIC | 3 |" in "\n".join(render.final_table(render.arms()))  # three seeds pooled
