@@ -212,6 +212,31 @@ def probes(model, tokenizer, params, data: Path, train_texts: int, test_rows: li
     return out
 
 
+def oracle_event_probe(params_path: Path, ev: dict) -> dict:
+    """The ceiling of the event-type probe: before each test unit the generator's exact
+    distribution (eric/world/oracle.py) gives P(event kind | the focal character acts); its
+    most likely kind is the best guess any model can make from the prefix. Beside it the
+    training split's majority kind, as the probes' baseline."""
+    from collections import Counter
+
+    from eric.world.oracle import event_tables
+
+    params, data = _setup(params_path)
+    world = params.corpus.world
+    rows = _rows(data / "test.parquet", ev["test_inputs"])
+    train = Counter(e for r in _rows(data / "train.parquet", ev["probe_train_texts"]) for e in r["world_events"])
+    majority = train.most_common(1)[0][0]
+    tables = event_tables(world.seed, {r["id"] for r in rows}, tuple(world.cast), params.preprocess.max_target_units)
+    right = base = units = 0
+    for row in rows:
+        for n, (kind, focal) in enumerate(zip(row["world_events"], row["world_focal"])):
+            acts = {k: p for (k, role), p in tables[row["id"]][n][int(focal[2:-1])].items() if role == "a"}
+            right += max(acts, key=acts.get) == kind
+            base += majority == kind
+            units += 1
+    return {"accuracy": round(right / units, 4), "majority": round(base / units, 4), "units": units}
+
+
 def _float(value) -> float | None:
     return None if value in (None, "") else float(value)
 

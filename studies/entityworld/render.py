@@ -182,6 +182,41 @@ def probe_table(found: list[str]) -> list[str]:
                   "lowest per-seed bootstrap low"], rows)
 
 
+def oracle_line() -> str:
+    path = OUTPUTS / "oracle.json"
+    if not path.is_file():
+        return ""
+    o = json.loads(path.read_text())
+    return (f"The event type of a unit is drawn at random by the generator: its exact distribution before the "
+            f"unit (`eric/world/oracle.py`), the best any model can know from the prefix, names the right kind for "
+            f"{fmt(o['accuracy'])} of the {o['units']:,} test units against the majority kind's {fmt(o['majority'])} "
+            f"(`outputs/oracle.json`), so no event probe can gain more than about "
+            f"{o['accuracy'] - o['majority']:+.3f}. The condition a unit begins in is fixed by the prefix: a model "
+            "that tracks states can reach 1.0 there.")
+
+
+def probe_mean(arm: str, key: str, field: str = "gain") -> float | None:
+    values = [f["probes"][key][field] for f in finals(arm) if key in f["probes"]]
+    return float(np.mean(values)) if values else None
+
+
+def why_line(found: list[str]) -> str:
+    """What the probes say about where the condition is lost (numbers from the outputs)."""
+    eric = [a for a in found if a in ("eric", "eric_paper") and probe_mean(a, "gold/condition_before") is not None]
+    if not eric:
+        return ""
+    parts = []
+    for arm in eric:
+        parts.append(f"{NAMES[arm]}: gold-state gain {probe_mean(arm, 'gold/event'):+.3f} for the event type, "
+                     f"{probe_mean(arm, 'gold/condition_before'):+.3f} for the condition the unit begins in; "
+                     f"predicted-state gain {probe_mean(arm, 'predicted/condition_before'):+.3f} for that condition")
+    hidden = [f"{NAMES.get(a, a)} {probe_mean(a, 'hidden/condition_before'):+.3f}" for a in found
+              if probe_mean(a, "hidden/condition_before") is not None]
+    return ("Where the condition is lost: the states are defined by L_CL's targets, the sentence encoder's "
+            "reading of one unit alone. " + "; ".join(parts) + ". The decoder's own hidden state, for comparison "
+            "(gain for the condition the unit begins in): " + ", ".join(hidden) + ".")
+
+
 def contrast_table(found: list[str]) -> list[str]:
     rows = []
     for arm in found:
@@ -328,7 +363,8 @@ def page() -> str:
            "`predicted`: the state the predictor chooses for the planned (focal) entity from the prefix; `gold`: "
            "the sentence encoder's state of the unit itself; `hidden`: the decoder's last hidden state at the "
            "unit's sentence token, quantized into as many k-means clusters as ERIC has states (the same probe for "
-           "every arm). Gain = accuracy − majority class.", "", *probe_table(found), "",
+           "every arm). Gain = accuracy − majority class.", "", oracle_line(), "", *probe_table(found), "",
+           why_line(found), "",
            "## Not in this study yet", "",
            "- Final texts: the mention writer is not trained on the world here, so only stage-one texts are judged.",
            "- A GPU run: none was lent to this session; the runner takes device settings from params only.", ""]

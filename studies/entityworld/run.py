@@ -16,11 +16,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
-import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 import yaml
@@ -31,6 +29,7 @@ RUNS, OUTPUTS = HERE / "runs", HERE / "outputs"
 sys.path.insert(0, str(ROOT))
 
 from eric.config import set_dotted  # noqa: E402  (the project root is on the path first)
+from studies.stage_runs import stage  # noqa: E402
 
 
 def load_plan() -> dict:
@@ -48,15 +47,6 @@ def base_params(plan: dict) -> dict:
     for key, value in overrides.items():
         set_dotted(params, key, value)
     return params
-
-
-def stage(script: str, params_path: Path, log: Path, *args: str) -> None:
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
-    with log.open("w") as handle:
-        code = subprocess.call([sys.executable, f"stages/{script}", *args, str(params_path)], cwd=ROOT, env=env,
-                               stdout=handle, stderr=subprocess.STDOUT)
-    if code:
-        raise RuntimeError(f"{script} failed (exit {code}); see {log}")
 
 
 def ensure_data(plan: dict) -> Path:
@@ -126,11 +116,24 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--no-mlflow", action="store_true", help="do not log the study to MLflow")
     args = parser.parse_args()
-    ensure_data(plan)
+    data_params = ensure_data(plan)
+    oracle = OUTPUTS / "oracle.json"
+    if not oracle.is_file():
+        from studies.entityworld.measure import oracle_event_probe
+
+        OUTPUTS.mkdir(parents=True, exist_ok=True)
+        oracle.write_text(json.dumps(oracle_event_probe(data_params, plan["evaluate"]), indent=1) + "\n")
     runs = [(arm, seed) for seed in args.seeds for arm in args.arms]  # every arm's first seed first
     with ThreadPoolExecutor(args.jobs) as pool:
-        for future in [pool.submit(measure_run, plan, arm, seed) for arm, seed in runs]:
-            future.result()
+        futures = {pool.submit(measure_run, plan, arm, seed): (arm, seed) for arm, seed in runs}
+        failed = []
+        for future in as_completed(futures):  # a failed run is named at once; the others go on
+            if future.exception() is not None:
+                arm, seed = futures[future]
+                failed.append(f"{arm} seed {seed}")
+                print(f"FAILED {arm} seed {seed}: {future.exception()}", file=sys.stderr, flush=True)
+    if failed:
+        sys.exit(f"{len(failed)} of {len(runs)} runs failed: {', '.join(failed)}")
     if not args.no_mlflow:
         from studies.entityworld.measure import log_study
 

@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
-import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -31,6 +29,7 @@ RUNS, OUTPUTS = HERE / "runs", HERE / "outputs"
 sys.path.insert(0, str(ROOT))
 
 from eric.config import set_dotted  # noqa: E402  (the project root is on the path first)
+from studies.stage_runs import stage  # noqa: E402
 
 
 def load_study() -> dict:
@@ -68,15 +67,6 @@ def corpus_params(study: dict, corpus: str) -> dict:
     for key, value in overrides.items():
         set_dotted(params, key, value)
     return params
-
-
-def stage(script: str, params_path: Path, log: Path, *args: str) -> None:
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
-    with log.open("w") as handle:
-        code = subprocess.call([sys.executable, f"stages/{script}", *args, str(params_path)], cwd=ROOT, env=env,
-                               stdout=handle, stderr=subprocess.STDOUT)
-    if code:
-        raise RuntimeError(f"{script} failed (exit {code}); see {log}")
 
 
 def ensure_data(study: dict, corpus: str) -> Path:
