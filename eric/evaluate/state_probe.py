@@ -15,7 +15,8 @@ Any model, states or not, can be probed the same way through its decoder: the la
 state at each unit's sentence token (what it has read before writing the unit) is quantized
 into as many clusters as ERIC has states (k-means fitted on the training units), and the
 cluster id is probed like a state id (`hidden_unit_pairs`, `quantize_hidden`): a probe of
-equal capacity for BART and ERIC.
+equal capacity for BART and ERIC. `linear_probe` reads the vectors themselves (a multinomial
+logistic regression on standardized vectors): what any linear read-out can find there.
 """
 
 from __future__ import annotations
@@ -112,15 +113,42 @@ def majority_probe(train: Iterable[UnitState], test: list[UnitState], which: str
         raise ValueError("the probe needs training and test units")
     majority = overall.most_common(1)[0][0]
     guess = {state: counts.most_common(1)[0][0] for state, counts in by_state.items()}
+    guesses = [guess.get(getattr(u, which), majority) for u in test]
+    return _scored(test, guesses, majority, len(by_state), resamples, seed)
+
+
+def linear_probe(train: tuple[list[UnitState], torch.Tensor], test: tuple[list[UnitState], torch.Tensor],
+                 resamples: int = 1000, seed: int = 0) -> ProbeResult:
+    """A logistic regression from the vectors to the labels (fitted on `train`), scored like
+    `majority_probe` against the training split's majority label."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    (train_pairs, train_x), (test_pairs, test_x) = train, test
+    if not train_pairs or not test_pairs:
+        raise ValueError("the probe needs training and test units")
+    labels = [u.label for u in train_pairs]
+    majority = Counter(labels).most_common(1)[0][0]
+    if len(set(labels)) < 2:
+        return _scored(test_pairs, [majority] * len(test_pairs), majority, 0, resamples, seed)
+    model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=500)).fit(train_x.numpy(), labels)
+    return _scored(test_pairs, list(model.predict(test_x.numpy())), majority, 0, resamples, seed)
+
+
+def _scored(test: list[UnitState], guesses: list[str], majority: str, states_seen: int, resamples: int,
+            seed: int) -> ProbeResult:
+    """Accuracy of `guesses` against always answering `majority`, with the bootstrap interval of
+    the gain over texts."""
     per_text: dict[int, list[tuple[int, int]]] = defaultdict(list)  # text -> (probe right, majority right)
-    for u in test:
-        per_text[u.text].append((guess.get(getattr(u, which), majority) == u.label, majority == u.label))
+    for u, guess in zip(test, guesses):
+        per_text[u.text].append((guess == u.label, majority == u.label))
     texts = list(per_text)
     accuracy, base = _rates(per_text, texts)
     rng = random.Random(seed)
     gains = sorted(_difference(per_text, rng.choices(texts, k=len(texts))) for _ in range(resamples))
     low, high = gains[int(0.025 * resamples)], gains[int(0.975 * resamples) - 1]
-    return ProbeResult(accuracy, base, accuracy - base, low, high, len(test), len(texts), len(by_state))
+    return ProbeResult(accuracy, base, accuracy - base, low, high, len(test), len(texts), states_seen)
 
 
 @torch.no_grad()

@@ -5,15 +5,20 @@ test stories (stage one, the sampling settings of params.yaml, seeded); the chec
 them: parse rate, violations, state and grounding violations per parsed unit, clean and
 valid stories; beside them the stage's validation LM loss and L_CL / chance at that step.
 
-final: the trained model on the first `test_inputs` test stories:
+final: the trained model on the first `test_inputs` test stories, each part in its own file
+(kept, skipped when present):
 - stories.csv: the checker per story (units, parsed, violations, state, grounding, clean,
   valid), for intervals over stories and tests paired by story; samples.jsonl.gz: the texts;
-- cases.csv: every coherence case (checker-decided swaps, eric/evaluate/world_metrics.py),
-  right or wrong under each scoring (lm, joint, event) and state mode;
-- final.json: L_CL / chance (train and validation, the stage's last rows), NMI and purity of
-  the gold states, the probes: the predicted state of the planned (focal) entity, and the
-  decoder's hidden state at the unit's sentence token quantized into K clusters, each
-  predicting the unit's event type and the entity's condition after it.
+- cases.csv + coherence.json: every coherence case (checker-decided swaps,
+  eric/evaluate/world_metrics.py), right or wrong under each scoring (lm, joint, event) and
+  state mode, and the accuracies;
+- probes.json: the predicted state of the planned (focal) entity (`predicted`), the unit's
+  own gold state (`gold`), and the decoder's hidden state at the unit's sentence token,
+  quantized into K clusters (`hidden`) or read by a logistic regression (`linear`), each
+  predicting the unit's event type and the entity's condition before and after it;
+- states.json: NMI and purity of the gold states;
+- final.json: all of them with the checker summary and L_CL / chance (train and
+  validation, the stage's last rows).
 """
 
 from __future__ import annotations
@@ -122,6 +127,8 @@ def curve(params_path: Path, ev: dict, out_csv: Path) -> None:
 
 
 def final(params_path: Path, ev: dict, out: Path) -> None:
+    """Each part is kept in its own file and skipped when it exists (delete probes.json to
+    re-probe a run); final.json gathers them."""
     from eric.config import resolve_path
     from eric.generate.loading import load_stage_one
 
@@ -129,29 +136,46 @@ def final(params_path: Path, ev: dict, out: Path) -> None:
     variant = params.variants[0]
     model_dir = resolve_path(params.train.out_dir) / variant
     rows = _rows(data / "test.parquet", ev["test_inputs"])
-    texts = write_stage_one(model_dir, params, rows)
-    checks = story_checks([r["source"] for r in rows], texts, [r["id"] for r in rows], params.evaluate.max_units)
-    _write_csv(out / "stories.csv", checks)
-    with gzip.open(out / "samples.jsonl.gz", "wt") as handle:
-        for row, text in zip(rows, texts):
-            handle.write(json.dumps({"id": row["id"], "input": row["source"], "stage_one": text}) + "\n")
+    if not (out / "stories.csv").is_file():
+        texts = write_stage_one(model_dir, params, rows)
+        with gzip.open(out / "samples.jsonl.gz", "wt") as handle:
+            for row, text in zip(rows, texts):
+                handle.write(json.dumps({"id": row["id"], "input": row["source"], "stage_one": text}) + "\n")
+        _write_csv(out / "stories.csv", story_checks([r["source"] for r in rows], texts, [r["id"] for r in rows],
+                                                     params.evaluate.max_units))
     model, tokenizer = load_stage_one(model_dir)
-    cases, coherence = coherence_cases(model, tokenizer, rows, params)
-    _write_csv(out / "cases.csv", cases)
-    result = {"checks": summarize_checks(checks), "coherence": coherence,
-              "contrastive": contrastive_ratios(params_path, variant),
-              "probes": probes(model, tokenizer, params, data, ev["probe_train_texts"], rows)}
-    if getattr(model.config, "use_state", False):
-        from eric.evaluate.world_metrics import state_agreement
-
-        m = params.model
-        result["states"] = state_agreement(model, tokenizer, rows, max_source_length=m.max_source_length,
-                                           max_target_length=m.max_target_length, progress=False)
+    parts = {"coherence": lambda: coherence_cases(model, tokenizer, rows, params, out / "cases.csv"),
+             "probes": lambda: probes(model, tokenizer, params, data, ev["probe_train_texts"], rows),
+             "states": lambda: states(model, tokenizer, rows, params)}
+    result = {"checks": summarize_checks(_read_csv(out / "stories.csv")),
+              "contrastive": contrastive_ratios(params_path, variant)}
+    for name, compute in parts.items():
+        path = out / f"{name}.json"
+        if not path.is_file():
+            path.write_text(json.dumps(compute(), indent=1) + "\n")
+        result[name] = json.loads(path.read_text())
     (out / "final.json").write_text(json.dumps(result, indent=1) + "\n")
 
 
-def coherence_cases(model, tokenizer, rows: list[dict], params) -> tuple[list[dict], dict]:
-    """Every checker-decided coherence case under each scoring and state mode."""
+def _read_csv(path: Path) -> list[dict]:
+    with path.open() as handle:
+        return [{k: v if k == "id" else int(v) for k, v in r.items()} for r in csv.DictReader(handle)]
+
+
+def states(model, tokenizer, rows: list[dict], params) -> dict | None:
+    """NMI and purity of the gold states (variants with states)."""
+    if not getattr(model.config, "use_state", False):
+        return None
+    from eric.evaluate.world_metrics import state_agreement
+
+    m = params.model
+    return state_agreement(model, tokenizer, rows, max_source_length=m.max_source_length,
+                           max_target_length=m.max_target_length, progress=False)
+
+
+def coherence_cases(model, tokenizer, rows: list[dict], params, cases_csv: Path) -> dict:
+    """Every checker-decided coherence case under each scoring and state mode (into
+    `cases_csv`); returns the accuracies."""
     from eric.evaluate.coherence import SCORINGS, mode_label, state_modes
     from eric.evaluate.world_metrics import WorldCoherenceScorer
 
@@ -165,7 +189,8 @@ def coherence_cases(model, tokenizer, rows: list[dict], params) -> tuple[list[di
             accuracy[f"{scoring}/{mode}"] = _round(result.accuracy)
             cases += [{"scoring": scoring, "mode": mode, "text": t, "unit": u, "right": int(r)}
                       for t, u, r in result.outcomes]
-    return cases, accuracy
+    _write_csv(cases_csv, cases)
+    return accuracy
 
 
 def contrastive_ratios(params_path: Path, variant: str) -> dict:
@@ -181,7 +206,13 @@ def contrastive_ratios(params_path: Path, variant: str) -> dict:
 def probes(model, tokenizer, params, data: Path, train_texts: int, test_rows: list[dict]) -> dict:
     """Predicted-state and hidden-state probes of the focal entity's event type and condition."""
     from eric.data.collate import StageOneCollator
-    from eric.evaluate.state_probe import hidden_unit_pairs, majority_probe, quantize_hidden, unit_state_pairs
+    from eric.evaluate.state_probe import (
+        hidden_unit_pairs,
+        linear_probe,
+        majority_probe,
+        quantize_hidden,
+        unit_state_pairs,
+    )
     from eric.evaluate.world_metrics import focal_rows, true_labels
 
     m = params.model
@@ -198,17 +229,19 @@ def probes(model, tokenizer, params, data: Path, train_texts: int, test_rows: li
         found["condition_before"] = row["world_states"][n - 1][k]["condition"] if n else "well"  # a scene starts well
         return "|".join(found[name] for name in LABELS)
 
-    hidden = quantize_hidden(hidden_unit_pairs(model, collator, train_rows, label),
-                             hidden_unit_pairs(model, collator, test_rows, label), m.num_states, seed=params.seed)
+    vectors = hidden_unit_pairs(model, collator, train_rows, label), hidden_unit_pairs(model, collator, test_rows, label)
+    hidden = quantize_hidden(*vectors, m.num_states, seed=params.seed)
     probed = {"hidden": ("predicted", hidden)}
     if getattr(model.config, "use_state", False):
         states = unit_state_pairs(model, collator, train_rows, label), unit_state_pairs(model, collator, test_rows, label)
         probed.update({"predicted": ("predicted", states), "gold": ("gold", states)})
     out: dict = {}
     for i, name in enumerate(LABELS):
+        relabel = lambda pairs, i=i: [replace(u, label=u.label.split("|")[i]) for u in pairs]  # noqa: E731
         for what, (which, (train, test)) in probed.items():
-            split = [[replace(u, label=u.label.split("|")[i]) for u in pairs] for pairs in (train, test)]
-            out[f"{what}/{name}"] = majority_probe(*split, which=which).to_dict()
+            out[f"{what}/{name}"] = majority_probe(relabel(train), relabel(test), which=which).to_dict()
+        (train_pairs, train_x), (test_pairs, test_x) = vectors
+        out[f"linear/{name}"] = linear_probe((relabel(train_pairs), train_x), (relabel(test_pairs), test_x)).to_dict()
     return out
 
 

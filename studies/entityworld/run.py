@@ -6,9 +6,9 @@ What is missing is run; what exists is kept (delete runs/<arm>/seed-<s> to rerun
 runs/data: the world (preprocess) and tokenizer, once. runs/<arm>/seed-<s>: params, model,
 snapshots, logs. outputs/<arm>/seed-<s>/ (committed): the stage's own curves (train.csv,
 val.csv), the learning curve over snapshots (curve.csv), and the final model's
-measurements (final.json, stories.csv: the checker per test story, cases.csv: every
-coherence case). Trainings run `--jobs` at a time with one torch thread each; each run is
-measured as soon as it is trained. At the end the study is one MLflow parent run
+measurements (stories.csv: the checker per test story, cases.csv: every coherence case,
+probes.json, ...; final.json gathers them: measure.py). Trainings run `--jobs` at a time
+with one torch thread each; each run is measured as soon as it is trained. At the end the study is one MLflow parent run
 (experiment `study-entityworld`) with a nested run per arm and seed.
 """
 
@@ -103,8 +103,7 @@ def measure_run(plan: dict, arm: str, seed: int) -> None:
     out = outputs(arm, seed)
     if not (out / "curve.csv").is_file():
         curve(path, plan["evaluate"], out / "curve.csv")
-    if not (out / "final.json").is_file():
-        final(path, plan["evaluate"], out)
+    final(path, plan["evaluate"], out)  # computes only the parts that are missing
     print(f"done {arm} seed {seed}", flush=True)
 
 

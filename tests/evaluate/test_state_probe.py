@@ -12,6 +12,7 @@ from eric.evaluate.state_probe import (
     UnitState,
     agreement,
     hidden_unit_pairs,
+    linear_probe,
     majority_probe,
     prediction_cosines,
     quantize_hidden,
@@ -119,3 +120,10 @@ def test_hidden_pairs_read_the_decoder_at_each_units_sentence_token():
     for (b, i), pair, vector in zip(sents, pairs, vectors):
         assert pair.text == b and pair.label == f"unit{pair.unit}"
         assert torch.allclose(vector, out.decoder_last_hidden_state[b, i + 1].float(), atol=1e-5)
+
+
+def test_a_linear_probe_reads_labels_from_separable_vectors_and_not_from_noise():
+    found = linear_probe(_blobs(150, True, 0), _blobs(60, True, 1))
+    assert found.accuracy == pytest.approx(1.0) and found.gain_low > 0.3
+    noise = linear_probe(_blobs(150, False, 2), _blobs(60, False, 3))
+    assert noise.gain_low <= 0 and noise.accuracy <= noise.majority + 0.05
