@@ -70,10 +70,13 @@ def unit_state_pairs(model, collator, rows: list[dict], label: Callable[[dict, i
 
 @torch.no_grad()
 def hidden_unit_pairs(model, collator, rows: list[dict], label: Callable[[dict, int], str],
-                      batch_size: int = 16) -> tuple[list[UnitState], torch.Tensor]:
-    """Every unit with a label: its decoder's last hidden state where it reads the unit's
-    sentence token (the position that writes the unit's first word), and the unit's label.
-    The states' ids are left -1 (filled by `quantize_hidden`)."""
+                      batch_size: int = 16, entity: Callable[[dict, int], int] | None = None,
+                      ) -> tuple[list[UnitState], torch.Tensor]:
+    """Every unit with a label: its decoder's last hidden state where it has read the unit's
+    sentence token (the position that writes the unit's first word), or with `entity`
+    (row, unit -> a token id) where it has read that token's first occurrence in the unit
+    (a unit without it is skipped), and the unit's label. The states' ids are left -1
+    (filled by `quantize_hidden`)."""
     model.eval()
     sent = collator.ids.sent
     pairs, vectors = [], []
@@ -82,9 +85,13 @@ def hidden_unit_pairs(model, collator, rows: list[dict], label: Callable[[dict, 
         batch = collator(chunk)
         hidden = model(**batch).decoder_last_hidden_state
         for b, row in enumerate(chunk):
-            where = (batch["labels"][b] == sent).nonzero()[:, 0] + 1  # decoder input = labels shifted right
-            for n, position in enumerate(where.tolist()):
-                if position < hidden.shape[1] and (name := label(row, n)) is not None:
+            labels = batch["labels"][b].tolist()
+            starts = [i for i, token in enumerate(labels) if token == sent]
+            for n, (begin, end) in enumerate(zip(starts, [*starts[1:], len(labels)])):
+                read = begin if entity is None else next(
+                    (i for i in range(begin + 1, end) if labels[i] == entity(row, n)), None)
+                position = None if read is None else read + 1  # decoder input = labels shifted right
+                if position is not None and position < hidden.shape[1] and (name := label(row, n)) is not None:
                     pairs.append(UnitState(start + b, n, -1, -1, name))
                     vectors.append(hidden[b, position].float())
     return pairs, torch.stack(vectors) if vectors else torch.zeros(0)

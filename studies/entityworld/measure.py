@@ -14,8 +14,10 @@ final: the trained model on the first `test_inputs` test stories, each part in i
   state mode, and the accuracies;
 - probes.json: the predicted state of the planned (focal) entity (`predicted`), the unit's
   own gold state (`gold`), and the decoder's hidden state at the unit's sentence token,
-  quantized into K clusters (`hidden`) or read by a logistic regression (`linear`), each
-  predicting the unit's event type and the entity's condition before and after it;
+  quantized into K clusters (`hidden`) or read by a logistic regression (`linear`), and the
+  hidden state where the decoder has read the focal entity's placeholder, read the same way
+  (`entity`), each predicting the unit's event type and the entity's condition before and
+  after it;
 - states.json: NMI and purity of the gold states;
 - final.json: all of them with the checker summary and L_CL / chance (train and
   validation, the stage's last rows).
@@ -230,6 +232,8 @@ def probes(model, tokenizer, params, data: Path, train_texts: int, test_rows: li
         return "|".join(found[name] for name in LABELS)
 
     vectors = hidden_unit_pairs(model, collator, train_rows, label), hidden_unit_pairs(model, collator, test_rows, label)
+    focal = lambda row, n: tokenizer.convert_tokens_to_ids(row["world_focal"][n])  # noqa: E731
+    at_entity = tuple(hidden_unit_pairs(model, collator, rows, label, entity=focal) for rows in (train_rows, test_rows))
     hidden = quantize_hidden(*vectors, m.num_states, seed=params.seed)
     probed = {"hidden": ("predicted", hidden)}
     if getattr(model.config, "use_state", False):
@@ -240,8 +244,8 @@ def probes(model, tokenizer, params, data: Path, train_texts: int, test_rows: li
         relabel = lambda pairs, i=i: [replace(u, label=u.label.split("|")[i]) for u in pairs]  # noqa: E731
         for what, (which, (train, test)) in probed.items():
             out[f"{what}/{name}"] = majority_probe(relabel(train), relabel(test), which=which).to_dict()
-        (train_pairs, train_x), (test_pairs, test_x) = vectors
-        out[f"linear/{name}"] = linear_probe((relabel(train_pairs), train_x), (relabel(test_pairs), test_x)).to_dict()
+        for what, ((train_pairs, train_x), (test_pairs, test_x)) in (("linear", vectors), ("entity", at_entity)):
+            out[f"{what}/{name}"] = linear_probe((relabel(train_pairs), train_x), (relabel(test_pairs), test_x)).to_dict()
     return out
 
 

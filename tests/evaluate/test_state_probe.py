@@ -18,7 +18,7 @@ from eric.evaluate.state_probe import (
     quantize_hidden,
     unit_state_pairs,
 )
-from tests.model.conftest import SENT, make_batch, tiny_model
+from tests.model.conftest import ENTITIES, SENT, make_batch, tiny_model
 
 LABELS = ["travel", "fight", "meet"]
 
@@ -127,3 +127,22 @@ def test_a_linear_probe_reads_labels_from_separable_vectors_and_not_from_noise()
     assert found.accuracy == pytest.approx(1.0) and found.gain_low > 0.3
     noise = linear_probe(_blobs(150, False, 2), _blobs(60, False, 3))
     assert noise.gain_low <= 0 and noise.accuracy <= noise.majority + 0.05
+
+
+def test_hidden_pairs_can_read_the_decoder_where_it_has_read_a_units_entity():
+    model, batch = tiny_model(), make_batch(rows=3)
+    labels = batch["labels"]
+    present = next(token for token in ENTITIES if (labels == token).any())
+    pairs, vectors = hidden_unit_pairs(model, _Collator(batch), [{}] * 3, lambda row, n: f"unit{n}", batch_size=3,
+                                       entity=lambda row, n: present)
+    out = model.eval()(**batch)
+    expected = []
+    for b in range(3):
+        starts = (labels[b] == SENT).nonzero()[:, 0].tolist()
+        for n, (begin, end) in enumerate(zip(starts, [*starts[1:], labels.shape[1]])):
+            hits = [i for i in range(begin + 1, end) if labels[b, i] == present]
+            if hits:
+                expected.append((b, n, hits[0] + 1))
+    assert [(p.text, p.unit) for p in pairs] == [(b, n) for b, n, _ in expected] and expected
+    for (b, _, position), vector in zip(expected, vectors):
+        assert torch.allclose(vector, out.decoder_last_hidden_state[b, position].float(), atol=1e-5)

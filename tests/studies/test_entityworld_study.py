@@ -43,13 +43,13 @@ def _write_run(folder, state_violations: list[int], probe: float, parsed: int = 
     probe_entry = {"accuracy": probe, "majority": 0.3, "gain": probe - 0.3, "gain_low": 0.0, "gain_high": 0.0}
     (folder / "final.json").write_text(json.dumps({
         "checks": {}, "coherence": {"lm/none": 0.5}, "contrastive": {"train": None, "val": None},
-        "probes": {"hidden/event": probe_entry, "predicted/event": probe_entry}}))
+        "probes": {"hidden/condition_before": probe_entry, "predicted/condition_before": probe_entry}}))
 
 
 @pytest.mark.parametrize("eric_violations, eric_probe, verdict", [
     (1, 0.6, "ERIC tracks entities better than BART here"),  # a third of BART's violations, intervals apart
     (3, 0.6, "not shown"),  # as many violations as BART
-    (1, 0.2, "not shown"),  # fewer violations but a worse probe
+    (1, 0.2, "partly"),  # fewer violations, apart, but a worse probe
 ])
 def test_the_verdict_needs_fewer_state_violations_apart_and_a_better_probe(tmp_path, monkeypatch, eric_violations,
                                                                          eric_probe, verdict):
