@@ -28,8 +28,13 @@ from __future__ import annotations
 import csv
 import gzip
 import json
+import threading
 from dataclasses import replace
 from pathlib import Path
+
+# transformers builds a model under a process-wide device context (meta tensors): two
+# threads loading at once corrupt each other's model, so run.py's threads load one at a time
+_LOADING = threading.Lock()
 
 CHECK_FIELDS = ["id", "units", "parsed", "violations", "state_violations", "grounding", "clean", "valid"]
 # What the probes predict of a unit's focal character: the event type of the unit (drawn at
@@ -87,11 +92,17 @@ def summarize_checks(checks: list[dict]) -> dict:
             "clean_stories": total["clean"] / len(checks), "valid_stories": total["valid"] / len(checks)}
 
 
-def write_stage_one(model_dir: Path, params, rows: list[dict]) -> list[str]:
+def load(model_dir: Path):
     from eric.generate.loading import load_stage_one
+
+    with _LOADING:
+        return load_stage_one(model_dir)
+
+
+def write_stage_one(model_dir: Path, params, rows: list[dict]) -> list[str]:
     from eric.generate.sampler import SamplingOptions, sample_stage_one
 
-    model, tokenizer = load_stage_one(model_dir)
+    model, tokenizer = load(model_dir)
     options = SamplingOptions.from_params(params, progress=False)
     return [s.text for s in sample_stage_one(model, tokenizer, [r["source"] for r in rows], options)]
 
@@ -132,7 +143,6 @@ def final(params_path: Path, ev: dict, out: Path) -> None:
     """Each part is kept in its own file and skipped when it exists (delete probes.json to
     re-probe a run); final.json gathers them."""
     from eric.config import resolve_path
-    from eric.generate.loading import load_stage_one
 
     params, data = _setup(params_path)
     variant = params.variants[0]
@@ -145,7 +155,7 @@ def final(params_path: Path, ev: dict, out: Path) -> None:
                 handle.write(json.dumps({"id": row["id"], "input": row["source"], "stage_one": text}) + "\n")
         _write_csv(out / "stories.csv", story_checks([r["source"] for r in rows], texts, [r["id"] for r in rows],
                                                      params.evaluate.max_units))
-    model, tokenizer = load_stage_one(model_dir)
+    model, tokenizer = load(model_dir)
     parts = {"coherence": lambda: coherence_cases(model, tokenizer, rows, params, out / "cases.csv"),
              "probes": lambda: probes(model, tokenizer, params, data, ev["probe_train_texts"], rows),
              "states": lambda: states(model, tokenizer, rows, params)}

@@ -217,11 +217,12 @@ def why_line(found: list[str]) -> str:
         parts.append(f"{NAMES[arm]}: gold-state gain {probe_mean(arm, 'gold/event'):+.3f} for the event type, "
                      f"{probe_mean(arm, 'gold/condition_before'):+.3f} for the condition the unit begins in; "
                      f"predicted-state gain {probe_mean(arm, 'predicted/condition_before'):+.3f} for that condition")
-    hidden = [f"{NAMES.get(a, a)} {probe_mean(a, 'linear/condition_before'):+.3f}" for a in found
-              if probe_mean(a, "linear/condition_before") is not None]
+    hidden = [f"{NAMES.get(a, a)} {probe_mean(a, 'entity/condition_before'):+.3f}" for a in found
+              if probe_mean(a, "entity/condition_before") is not None]
     return ("Where the condition is lost: the states are defined by L_CL's targets, the sentence encoder's "
-            "reading of one unit alone. " + "; ".join(parts) + ". The decoder's own hidden vector, read by the "
-            "linear probe (gain for the condition the unit begins in): " + ", ".join(hidden) + ".")
+            "reading of one unit alone. " + "; ".join(parts) + ". The decoder's own hidden vector once it has "
+            "read the focal character's placeholder, read by the linear probe (gain for the condition the unit "
+            "begins in): " + ", ".join(hidden) + ".")
 
 
 def contrast_table(found: list[str]) -> list[str]:
