@@ -8,6 +8,7 @@ Every number is read from the committed outputs (run.py writes them); nothing is
 from __future__ import annotations
 
 import csv
+import gzip
 import json
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import numpy as np
 import yaml
 
 from eric.evaluate.intervals import mcnemar, paired_ratio_difference, ratio_interval, seed_interval
+from eric.world.world import STATE_RULES
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -26,6 +28,7 @@ NAMES = {"eric": "ERIC", "eric_paper": "ERIC (paper recipe)", "eric_no_state_att
          "eric_no_state": "ERIC w/o s_n", "bart": "BART", "simctg": "SimCTG"}
 FLUENT_PARSE, FLUENT_GROUNDING = 0.95, 0.05  # the fluent budget's targets
 RATIO_TARGET = 0.7  # ERIC's state violations at most this share of BART's
+PLAN_MAX_UNITS = 15  # the checker reads the first 15 units, as evaluate.max_units
 CURVE_KEYS = [("parse_rate", "parse rate"), ("violation_rate", "violations / parsed unit"),
               ("state_violation_rate", "state violations / parsed unit"), ("val_cl_ratio", "val L_CL / chance")]
 
@@ -198,7 +201,8 @@ def oracle_line() -> str:
             f"unit (`eric/world/oracle.py`), the best any model can know from the prefix, names the right kind for "
             f"{fmt(o['accuracy'])} of the {o['units']:,} test units against the majority kind's {fmt(o['majority'])} "
             f"(`outputs/oracle.json`), so no probe of what the prefix gives (`predicted`, `hidden`, `linear`) can gain "
-            f"more than about {o['accuracy'] - o['majority']:+.3f} there (`gold` reads the unit itself). The condition a unit begins in is fixed by the prefix: a model "
+            f"more than about {o['accuracy'] - o['majority']:+.3f} there (`gold` reads the whole unit, `entity` the "
+            "words before the placeholder, which may already name the event). The condition a unit begins in is fixed by the prefix: a model "
             "that tracks states can reach 1.0 there.")
 
 
@@ -239,6 +243,32 @@ def contrast_table(found: list[str]) -> list[str]:
                      fmt(np.mean([s.get("states_used", 0) for s in states]), 0)])
     return table(["arm", "train L_CL / chance", "val L_CL / chance", "NMI (event, condition)", "purity %",
                   "states used (test)"], rows)
+
+
+def by_rule(arm: str) -> tuple[dict[str, float], int]:
+    """Violations per parsed unit by rule, pooled over seeds (the checker rereads the samples)."""
+    from collections import Counter
+
+    from eric.world.checker import check_story
+    from eric.world.metrics import text_units
+
+    counts, parsed = Counter(), 0
+    for folder in runs(arm).values():
+        with gzip.open(folder / "samples.jsonl.gz", "rt") as handle:
+            for line in handle:
+                row = json.loads(line)
+                check = check_story(row["input"], text_units(row["stage_one"], PLAN_MAX_UNITS))
+                counts.update(check.by_rule)
+                parsed += check.parsed
+    return {rule: n / parsed for rule, n in counts.items()} if parsed else {}, parsed
+
+
+def rule_table(found: list[str], top: int = 6) -> list[str]:
+    rates = {arm: by_rule(arm)[0] for arm in found}
+    rules = sorted({r for per in rates.values() for r in per}, key=lambda r: -max(p.get(r, 0) for p in rates.values()))
+    kinds = {r: "state" if r in STATE_RULES else "grounding" for r in rules}
+    return table(["rule", "kind", *(NAMES.get(a, a) for a in found)],
+                 [[f"`{r}`", kinds[r], *(fmt(rates[a].get(r, 0.0)) for a in found)] for r in rules[:top]])
 
 
 # --- curves ----------------------------------------------------------------------------------
@@ -303,10 +333,14 @@ def fluent_line() -> str:
     previous = steps[-2] if len(steps) > 1 else last
     trend = (f"from step {previous} to {last} the parse rate moved {100 * (points[last] - points[previous]):+.1f} "
              f"points and grounding violations {(grounding.get(last) or 0) - (grounding.get(previous) or 0):+.2f}")
+    rates = by_rule("bart")[0]
+    worst = max((r for r in rates if r not in STATE_RULES), key=rates.get, default=None)
+    why = (f" The grounding rule BART breaks most in its final samples is `{worst}` ({fmt(rates[worst])} per parsed "
+           "unit): copying the scene's names is what this budget has not yet taught.") if worst else ""
     return (f"**The fluent budget is missed:** at step {last}, the end of this budget, BART parses "
             f"{fmt(points[last], pct=True)}% of units (target {100 * FLUENT_PARSE:.0f}%) with "
             f"{fmt(grounding.get(last), 2)} grounding violations per parsed unit (target {FLUENT_GROUNDING}); "
-            f"{trend}.")
+            f"{trend}.{why}")
 
 
 PROBE_LABEL = "condition_before"  # the verdict's probe: what the prefix fixes, so a tracker can know it
@@ -368,6 +402,8 @@ def page() -> str:
            "log-probability of the swapped-in entity, `event` leaves the swapped placeholder out of both scores "
            "(mean over seeds, t-interval).", "", *final_table(found), "",
            "The spread over seeds (one number per seed, mean and 95% Student-t interval):", "", *seed_table(found), "",
+           "The rules broken most, per parsed unit (pooled over seeds; the checker rereads `samples.jsonl.gz`):", "",
+           *rule_table(found), "",
            "## Paired tests", "",
            "Per test input (seed n of one arm paired with seed n of the other): the difference of state violations "
            "per parsed unit with a paired bootstrap interval and the Wilcoxon signed-rank p-value over per-story "
