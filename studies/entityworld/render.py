@@ -378,6 +378,17 @@ def verdict() -> str:
             f"{fmt(parse[1], pct=True)}%.")
 
 
+def missing_arms(found: list[str]) -> list[str]:
+    missing = [NAMES.get(a, a) for a in PLAN["arms"] if a not in found]
+    short = [f"{NAMES.get(a, a)} ({len(runs(a))} of {len(PLAN['seeds'])})" for a in found
+             if len(runs(a)) < len(PLAN["seeds"])]
+    lines = [f"- Arms of the plan not run yet: {', '.join(missing)}." if missing else "",
+             f"- Arms with fewer seeds than planned: {', '.join(short)}." if short else ""]
+    lines = [line for line in lines if line]
+    return lines + (["  `python flows/study.py studies/entityworld` runs what is missing and keeps the rest."]
+                    if lines else [])
+
+
 # --- the page -------------------------------------------------------------------------------------
 def page() -> str:
     found = arms()
@@ -430,6 +441,7 @@ def page() -> str:
            f"`{PROBE_LABEL}`.", "", oracle_line(), "", *probe_table(found), "",
            why_line(found), "",
            "## Not in this study yet", "",
+           *missing_arms(found),
            "- Final texts: the mention writer is not trained on the world here, so only stage-one texts are judged.",
            "- A GPU run: none was lent to this session; the runner takes device settings from params only.", ""]
     return "\n".join(out)
