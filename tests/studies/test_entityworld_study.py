@@ -40,10 +40,23 @@ def _write_run(folder, state_violations: list[int], probe: float, parsed: int = 
             writer.writerow({"id": f"s{i}", "units": 10, "parsed": parsed, "violations": v, "state_violations": v,
                              "grounding": 0, "clean": int(v == 0), "valid": int(v == 0)})
     (folder / "cases.csv").write_text("scoring,mode,text,unit,right\nlm,none,s0,1,1\n")
-    probe_entry = {"accuracy": probe, "majority": 0.3, "gain": probe - 0.3, "gain_low": 0.0, "gain_high": 0.0}
+    probe_entry = {"accuracy": probe, "majority": 0.3, "gain": probe - 0.3, "gain_low": probe - 0.35,
+                   "gain_high": probe - 0.25}
     (folder / "final.json").write_text(json.dumps({
         "checks": {}, "coherence": {"lm/none": 0.5}, "contrastive": {"train": None, "val": None},
         "probes": {"hidden/condition_before": probe_entry, "predicted/condition_before": probe_entry}}))
+
+
+MIX = {"travel": 0.5, "meet": 0.3, "fight": 0.2}  # a small world's event mix
+
+
+def _units(rate: float) -> tuple:
+    """One story's parsed units at the world's mix, a `rate` share of each kind breaking a state rule."""
+    out = []
+    for kind, share in MIX.items():
+        n = round(share * 100)
+        out += [(kind, int(i < round(rate * n))) for i in range(n)]
+    return tuple(out)
 
 
 @pytest.mark.parametrize("eric_violations, eric_probe, verdict", [
@@ -54,9 +67,24 @@ def _write_run(folder, state_violations: list[int], probe: float, parsed: int = 
 def test_the_verdict_needs_fewer_state_violations_apart_and_a_better_probe(tmp_path, monkeypatch, eric_violations,
                                                                          eric_probe, verdict):
     monkeypatch.setattr(render, "OUTPUTS", tmp_path)
+    monkeypatch.setattr(render, "world_mix", lambda: MIX)
+    rates = {"eric": eric_violations / 10, "bart": 0.3}
+    monkeypatch.setattr(render, "story_units", lambda arm: tuple(tuple(_units(rates[arm]) for _ in range(40))
+                                                               for _ in range(3)))
     for seed in (1, 2, 3):
         _write_run(tmp_path / "eric" / f"seed-{seed}", [eric_violations] * 40, eric_probe)
         _write_run(tmp_path / "bart" / f"seed-{seed}", [3] * 40, 0.4)
     assert verdict in render.verdict()
     assert render.arms() == ["eric", "bart"]
+    assert render.standardized("eric")[0].value == pytest.approx(rates["eric"])  # the world's mix, every kind read
     assert "| ERIC | 3 |" in "\n".join(render.final_table(render.arms()))  # three seeds pooled
+
+
+def test_an_arm_writing_another_event_mix_is_named_and_standardized_to_the_worlds(monkeypatch):
+    monkeypatch.setattr(render, "world_mix", lambda: MIX)
+    travel_only = tuple(("travel", int(i < 5)) for i in range(50)) + (("meet", 1), ("meet", 1))
+    monkeypatch.setattr(render, "story_units", lambda arm: ((travel_only,) * 10,))
+    monkeypatch.setattr(render, "runs", lambda arm: {1: None})
+    assert render.mix_distance("x") == [pytest.approx(0.5 * (abs(50 / 52 - 0.5) + abs(2 / 52 - 0.3) + 0.2))]
+    found, covered = render.standardized("x", resamples=50)
+    assert found.value == pytest.approx((0.5 * 0.1 + 0.3 * 1.0) / 0.8) and covered == pytest.approx(0.8)
