@@ -573,7 +573,8 @@ def page() -> str:
            "and NMI / purity of the gold states (sentence encoder, from the unit itself) against the focal "
            "character's (event type, condition after):", "", *contrast_table(found), "",
            f"Probes (`eric/evaluate/state_probe.py`): fitted on {ev['probe_train_texts']:,} training stories, scored "
-           "on the test inputs; the label is the unit's event type or its focal character's condition after it. "
+           "on the test inputs; the label is the unit's event type (`event`), or its focal character's condition when "
+           "the unit begins (`condition_before`) or after it (`condition`). "
            "`predicted`: the state the predictor chooses for the planned (focal) entity from the prefix; `gold`: "
            "the sentence encoder's state of the unit itself; `hidden`: the decoder's last hidden state at the "
            "unit's sentence token, quantized into as many k-means clusters as ERIC has states (the same probe for "
