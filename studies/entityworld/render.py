@@ -35,9 +35,26 @@ CURVE_KEYS = [("parse_rate", "parse rate"), ("violation_rate", "violations / par
 
 
 # --- reading the outputs -----------------------------------------------------------------
-def _csv(path: Path) -> list[dict]:
+@lru_cache(maxsize=None)  # by path: the page reads each output many times, and it does not change meanwhile
+def _csv(path: Path) -> tuple[dict, ...]:
     with path.open() as handle:
-        return list(csv.DictReader(handle))
+        return tuple(csv.DictReader(handle))
+
+
+@lru_cache(maxsize=None)
+def _json(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+@lru_cache(maxsize=None)
+def _checks(folder: Path) -> tuple:
+    """The checker over a run's final samples (`samples.jsonl.gz`), one StoryCheck per test story."""
+    from eric.world.checker import check_story
+    from eric.world.metrics import text_units
+
+    with gzip.open(folder / "samples.jsonl.gz", "rt") as handle:
+        rows = [json.loads(line) for line in handle]
+    return tuple(check_story(r["input"], text_units(r["stage_one"], PLAN_MAX_UNITS)) for r in rows)
 
 
 def runs(arm: str) -> dict[int, Path]:
@@ -61,7 +78,7 @@ def stories(arm: str, field: str) -> np.ndarray:
 
 
 def finals(arm: str) -> list[dict]:
-    return [json.loads((folder / "final.json").read_text()) for folder in runs(arm).values()]
+    return [_json(folder / "final.json") for folder in runs(arm).values()]
 
 
 def curve_rows(arm: str) -> dict[int, list[dict]]:
@@ -137,11 +154,16 @@ def seed_table(found: list[str]) -> list[str]:
 MATCH_SHARE = 0.8  # matched parse rate: stories both arms parse at least this share of
 
 
+def paired_columns(a: str, b: str) -> tuple[list[int], list[int], list[int]]:
+    """The seeds both arms ran, and their columns in each arm's stories x seeds arrays."""
+    seeds = sorted(set(runs(a)) & set(runs(b)))
+    return seeds, [list(runs(a)).index(s) for s in seeds], [list(runs(b)).index(s) for s in seeds]
+
+
 def matched(a: str, b: str, field: str = "state_violations"):
     """A minus B on the story-seeds where both arms parse at least MATCH_SHARE of the units
     (seeds paired by number), and each arm's parse rate there."""
-    seeds = sorted(set(runs(a)) & set(runs(b)))
-    ia, ib = [list(runs(a)).index(s) for s in seeds], [list(runs(b)).index(s) for s in seeds]
+    _, ia, ib = paired_columns(a, b)
     parsed = {arm: (stories(arm, "parsed")[:, idx], stories(arm, "units")[:, idx]) for arm, idx in ((a, ia), (b, ib))}
     both = np.logical_and(*[p >= MATCH_SHARE * np.maximum(u, 1) for p, u in parsed.values()])
     rates = [float((p * both).sum() / max((u * both).sum(), 1)) for p, u in parsed.values()]
@@ -154,8 +176,7 @@ def matched(a: str, b: str, field: str = "state_violations"):
 def pair_rows(pairs: list[tuple[str, str]]) -> list[list[str]]:
     rows = []
     for a, b in pairs:
-        seeds = sorted(set(runs(a)) & set(runs(b)))
-        ia, ib = [list(runs(a)).index(s) for s in seeds], [list(runs(b)).index(s) for s in seeds]
+        seeds, ia, ib = paired_columns(a, b)
         diff = paired_ratio_difference(stories(a, "state_violations")[:, ia], stories(a, "parsed")[:, ia],
                                        stories(b, "state_violations")[:, ib], stories(b, "parsed")[:, ib],
                                        resamples=PLAN["evaluate"]["bootstrap"])
@@ -248,38 +269,22 @@ def contrast_table(found: list[str]) -> list[str]:
                   "states used (test)"], rows)
 
 
-@lru_cache(maxsize=None)
 def story_units(arm: str) -> tuple[tuple[tuple[tuple[str, int], ...], ...], ...]:
-    """Per seed, per test story: (event kind, state violations) of every parsed unit (the
-    checker rereads `samples.jsonl.gz`)."""
-    from eric.world.checker import check_story
-    from eric.world.metrics import text_units
-
-    seeds = []
-    for folder in runs(arm).values():
-        with gzip.open(folder / "samples.jsonl.gz", "rt") as handle:
-            rows = [json.loads(line) for line in handle]
-        checks = [check_story(r["input"], text_units(r["stage_one"], PLAN_MAX_UNITS)) for r in rows]
-        seeds.append(tuple(tuple((u.event.kind, sum(v in STATE_RULES for v in u.violations)) for u in c.units
-                                 if u.event is not None) for c in checks))
-    return tuple(seeds)
+    """Per seed, per test story: (event kind, state violations) of every parsed unit."""
+    return tuple(tuple(tuple((u.event.kind, sum(v in STATE_RULES for v in u.violations)) for u in c.units
+                             if u.event is not None) for c in _checks(folder))
+                 for folder in runs(arm).values())
 
 
 def by_rule(arm: str) -> tuple[dict[str, float], int]:
-    """Violations per parsed unit by rule, pooled over seeds (the checker rereads the samples)."""
+    """Violations per parsed unit by rule, pooled over seeds."""
     from collections import Counter
-
-    from eric.world.checker import check_story
-    from eric.world.metrics import text_units
 
     counts, parsed = Counter(), 0
     for folder in runs(arm).values():
-        with gzip.open(folder / "samples.jsonl.gz", "rt") as handle:
-            for line in handle:
-                row = json.loads(line)
-                check = check_story(row["input"], text_units(row["stage_one"], PLAN_MAX_UNITS))
-                counts.update(check.by_rule)
-                parsed += check.parsed
+        for check in _checks(folder):
+            counts.update(check.by_rule)
+            parsed += check.parsed
     return {rule: n / parsed for rule, n in counts.items()} if parsed else {}, parsed
 
 

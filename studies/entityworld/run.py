@@ -29,7 +29,8 @@ RUNS, OUTPUTS = HERE / "runs", HERE / "outputs"
 sys.path.insert(0, str(ROOT))
 
 from eric.config import set_dotted  # noqa: E402  (the project root is on the path first)
-from studies.stage_runs import stage  # noqa: E402
+from studies import stage_runs  # noqa: E402
+from studies.stage_runs import stage, study_params  # noqa: E402
 
 
 def load_plan() -> dict:
@@ -38,28 +39,11 @@ def load_plan() -> dict:
 
 def base_params(plan: dict) -> dict:
     """params.yaml with the world profile and the plan's settings; data under runs/data."""
-    params = yaml.safe_load((ROOT / "params.yaml").read_text())
-    overrides = {**yaml.safe_load((ROOT / plan["profile"]).read_text()), **plan["set"]}
-    data = RUNS / "data"
-    overrides.update({"preprocess.out_dir": str(data / "processed"), "tokenizer.out_dir": str(data / "tokenizer"),
-                      "tokenizer.metrics_path": str(data / "tokenizer.json"), "preprocess.n_process": 2,
-                      "train.mlflow": False, "train.progress": False})
-    for key, value in overrides.items():
-        set_dotted(params, key, value)
-    return params
+    return study_params(plan["profile"], {**plan["set"], "preprocess.n_process": 2}, RUNS / "data")
 
 
 def ensure_data(plan: dict) -> Path:
-    data = RUNS / "data"
-    data.mkdir(parents=True, exist_ok=True)
-    path = data / "params.yaml"
-    path.write_text(yaml.safe_dump(base_params(plan), sort_keys=False))
-    if not (data / "processed" / "stage_one" / "test.parquet").is_file():
-        print("generating the world", flush=True)
-        stage("preprocess.py", path, data / "preprocess.log")
-    if not (data / "tokenizer" / "tokenizer_config.json").is_file():
-        stage("tokenizer.py", path, data / "tokenizer.log")
-    return path
+    return stage_runs.ensure_data(base_params(plan), RUNS / "data")
 
 
 def run_params(plan: dict, arm: str, seed: int) -> tuple[Path, str]:

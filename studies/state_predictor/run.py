@@ -29,7 +29,8 @@ RUNS, OUTPUTS = HERE / "runs", HERE / "outputs"
 sys.path.insert(0, str(ROOT))
 
 from eric.config import set_dotted  # noqa: E402  (the project root is on the path first)
-from studies.stage_runs import stage  # noqa: E402
+from studies import stage_runs  # noqa: E402
+from studies.stage_runs import stage, study_params  # noqa: E402
 
 
 def load_study() -> dict:
@@ -55,30 +56,11 @@ def seed_values(study: dict, corpus: str) -> list[int]:
 def corpus_params(study: dict, corpus: str) -> dict:
     """params.yaml with the corpus profile and its study settings, data under runs/<corpus>/data."""
     spec = study["corpora"][corpus]
-    params = yaml.safe_load((ROOT / "params.yaml").read_text())
-    overrides = {}
-    if spec.get("profile"):
-        overrides.update(yaml.safe_load((ROOT / spec["profile"]).read_text()))
-    overrides.update(spec.get("set", {}))
-    data = RUNS / corpus / "data"
-    overrides.update({"preprocess.out_dir": str(data / "processed"), "tokenizer.out_dir": str(data / "tokenizer"),
-                      "tokenizer.metrics_path": str(data / "tokenizer.json"), "variants": ["eric"],
-                      "train.mlflow": False, "train.progress": False})
-    for key, value in overrides.items():
-        set_dotted(params, key, value)
-    return params
+    return study_params(spec.get("profile"), {**spec.get("set", {}), "variants": ["eric"]}, RUNS / corpus / "data")
 
 
 def ensure_data(study: dict, corpus: str) -> Path:
-    data = RUNS / corpus / "data"
-    data.mkdir(parents=True, exist_ok=True)
-    path = data / "params.yaml"
-    path.write_text(yaml.safe_dump(corpus_params(study, corpus), sort_keys=False))
-    if not (data / "processed" / "stage_one" / "val.parquet").is_file():
-        stage("preprocess.py", path, data / "preprocess.log")
-    if not (data / "tokenizer" / "tokenizer_config.json").is_file():
-        stage("tokenizer.py", path, data / "tokenizer.log")
-    return path
+    return stage_runs.ensure_data(corpus_params(study, corpus), RUNS / corpus / "data")
 
 
 def train_arm(study: dict, corpus: str, name: str, steps: int, overrides: dict) -> Path:
