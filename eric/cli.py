@@ -161,6 +161,38 @@ def sample(
     typer.echo(f"{len(rows)} stories -> {out}")
 
 
+@app.command()
+def show(
+    files: Optional[list[Path]] = typer.Argument(None, help="samples .parquet files (eric sample, outputs/samples)"),
+    variant: Optional[list[str]] = typer.Option(None, "--variant", "-v", help="a variant's samples in "
+                                                "sample.out_dir (repeat for several)"),
+    index: int = typer.Option(0, "--index", "-n", help="which input of the first file (0-based; -1 the last)"),
+    world: Optional[bool] = typer.Option(None, "--world/--no-world", help="the EntityWorld checker's verdict per "
+                                         "unit [default: when params corpus.kind is world]"),
+    max_units: Optional[int] = typer.Option(None, help="show at most N units [default: evaluate.max_units]"),
+    params: Path = typer.Option(Path("params.yaml"), help="params.yaml for sample.out_dir (optional)"),
+) -> None:
+    """Read what the models wrote: one input, the human story and each file's story, unit by unit."""
+    from rich.console import Console
+
+    from eric.config import ParamsError, default_params, load_params, resolve_path
+    from eric.evaluate.case_study import case_at, case_rich, read_sample_files
+    from eric.evaluate.errors import EvaluationError
+    from eric.evaluate.report import display_name
+
+    try:
+        settings = load_params(params) if params.is_file() else default_params()
+        chosen = {Path(f).name.removesuffix(".parquet"): Path(f) for f in files or []}
+        chosen.update({v: resolve_path(settings.sample.out_dir) / f"{v}.parquet" for v in variant or []})
+        if not chosen:
+            raise EvaluationError("name samples files or --variant (e.g. eric show --variant eric --variant bart)")
+        is_world = settings.corpus.kind == "world" if world is None else world
+        case = case_at(read_sample_files(chosen), index, is_world, max_units or settings.evaluate.max_units)
+    except (ParamsError, EvaluationError) as exc:
+        _fail(str(exc))
+    Console().print(case_rich(case, display_name))
+
+
 humaneval_app = typer.Typer(no_args_is_help=True, help="Human evaluation as the paper's Table 3: "
                             "prepare a pairwise study of two systems, then score its answers.")
 app.add_typer(humaneval_app, name="humaneval")

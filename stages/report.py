@@ -57,7 +57,30 @@ def collect(params: Params):
     humaneval = read_scores(scores_dir(params))  # eric humaneval score, when a study was scored
     trained = training_metrics(params)
     return ReportInputs(metrics, truth, coherence, usage, about(params, metrics, truth, trained),
-                        transitions=transitions, humaneval=humaneval, training=trained)
+                        transitions=transitions, humaneval=humaneval, training=trained, cases=case_study(params),
+                        explorers=explorers(params))
+
+
+def case_study(params: Params) -> list:
+    """`evaluate.case_studies` test inputs every variant sampled, side by side (seeded choice)."""
+    from eric.evaluate.case_study import build_cases
+    from eric.generate.schema import read_samples
+
+    folder = resolve_path(params.sample.out_dir)
+    samples = {v: read_samples(folder / f"{v}.parquet") for v in params.variants
+               if (folder / f"{v}.parquet").is_file()}
+    e = params.evaluate
+    return build_cases(samples, e.case_studies, params.seed, world=params.corpus.kind == "world",
+                       max_units=e.max_units)
+
+
+def explorers(params: Params) -> dict[str, str]:
+    """variant -> its state explorer page, as a link from the report's folder."""
+    import os
+
+    report, analysis = resolve_path(params.evaluate.report_dir), resolve_path(params.evaluate.analysis_dir)
+    pages = {v: analysis / v / "state_explorer.html" for v in params.variants}
+    return {v: Path(os.path.relpath(page, report)).as_posix() for v, page in pages.items() if page.is_file()}
 
 
 def truth_metrics(params: Params) -> dict | None:

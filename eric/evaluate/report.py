@@ -15,6 +15,7 @@ import html
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from eric.evaluate.case_study import CASE_STYLE, CaseView, case_html, case_markdown
 from eric.evaluate.coherence import plot_coherence
 from eric.evaluate.scoring import METRIC_NAMES, REFERENCE_FREE, format_value
 from eric.evaluate.state_analysis import plot_usage
@@ -59,6 +60,8 @@ class ReportInputs:
     transitions: dict[str, list[dict]] = field(default_factory=dict)  # variant -> state_transitions rows
     humaneval: list[dict] = field(default_factory=list)  # scored studies (eric humaneval score), one row each
     training: dict[str, dict] = field(default_factory=dict)  # variant -> metrics/train/<variant>.json
+    cases: list[CaseView] = field(default_factory=list)  # eric/evaluate/case_study.py
+    explorers: dict[str, str] = field(default_factory=dict)  # variant -> its state explorer, relative to the report
 
 
 def table_rows(inputs: ReportInputs) -> list[list[str]]:
@@ -170,6 +173,8 @@ def to_markdown(inputs: ReportInputs, plots: dict[str, str]) -> str:
         parts += ["## EntityWorld", "", _markdown_table(WORLD_HEADER, world), "", WORLD_NOTE, ""]
     for title, name in plots.items():
         parts += [f"![{title}]({name})", ""]
+    if inputs.cases:
+        parts += ["## Case study", "", case_markdown(inputs.cases, display_name), ""]
     if inputs.transitions:
         parts += ["## State transitions (as the paper's Table 5)", "", TRANSITIONS_NOTE, ""]
         for variant, rows in inputs.transitions.items():
@@ -186,7 +191,7 @@ def _html_table(header: list[str], rows: list[list[str]]) -> str:
 _STYLE = """body{font-family:sans-serif;max-width:75em;margin:2em auto}
 table{border-collapse:collapse;margin:1em 0}th,td{border:1px solid #ccc;padding:.25em .6em;text-align:right}
 th:first-child,td:first-child{text-align:left}img{max-width:48%;margin-right:1%}
-.transitions td{text-align:left;vertical-align:top}.cos{color:#777;font-size:.85em}"""
+.transitions td{text-align:left;vertical-align:top}.cos{color:#777;font-size:.85em}""" + CASE_STYLE
 
 
 def to_html(inputs: ReportInputs, plots: dict[str, str]) -> str:
@@ -199,7 +204,7 @@ def to_html(inputs: ReportInputs, plots: dict[str, str]) -> str:
         _html_table(["Model", *METRIC_NAMES], table_rows(inputs)),
         "<h2>Analyses</h2>", _html_table(["Model", *ANALYSIS_COLUMNS], analysis_rows(inputs)),
         *_training_html(inputs), *_humaneval_html(inputs), *_world_html(inputs), f"<div>{images}</div>",
-        *_transitions_html(inputs),
+        *_cases_html(inputs), *_transitions_html(inputs),
         "</body></html>",
     ])
 
@@ -222,6 +227,12 @@ def _humaneval_html(inputs: ReportInputs) -> list[str]:
 def _world_html(inputs: ReportInputs) -> list[str]:
     rows = world_rows(inputs.metrics, display_name)
     return ["<h2>EntityWorld</h2>", _html_table(WORLD_HEADER, rows), f"<p>{html.escape(WORLD_NOTE)}</p>"] if rows else []
+
+
+def _cases_html(inputs: ReportInputs) -> list[str]:
+    if not inputs.cases:
+        return []
+    return ["<h2 id='case-study'>Case study</h2>", case_html(inputs.cases, display_name, inputs.explorers)]
 
 
 def _transitions_html(inputs: ReportInputs) -> list[str]:

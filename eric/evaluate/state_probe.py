@@ -53,6 +53,11 @@ class ProbeResult:
         return {k: round(v, 4) if isinstance(v, float) else v for k, v in asdict(self).items()}
 
 
+def _on(model, batch: dict) -> dict:
+    """The collator's batch on the model's device (the probes run wherever the model is)."""
+    return {k: v.to(model.device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
+
+
 @torch.no_grad()
 def unit_state_pairs(model, collator, rows: list[dict], label: Callable[[dict, int], str],
                      batch_size: int = 16) -> list[UnitState]:
@@ -61,8 +66,8 @@ def unit_state_pairs(model, collator, rows: list[dict], label: Callable[[dict, i
     out: list[UnitState] = []
     for start in range(0, len(rows), batch_size):
         chunk = rows[start:start + batch_size]
-        result = model(**collator(chunk))
-        predicted, gold = result.predicted_state_ids, result.state_ids
+        result = model(**_on(model, collator(chunk)))
+        predicted, gold = result.predicted_state_ids.cpu(), result.state_ids.cpu()
         for b, n in (gold >= 0).nonzero().tolist():
             out.append(UnitState(start + b, n, int(predicted[b, n]), int(gold[b, n]), label(chunk[b], n)))
     return out
@@ -83,7 +88,7 @@ def hidden_unit_pairs(model, collator, rows: list[dict], label: Callable[[dict, 
     for start in range(0, len(rows), batch_size):
         chunk = rows[start:start + batch_size]
         batch = collator(chunk)
-        hidden = model(**batch).decoder_last_hidden_state
+        hidden = model(**_on(model, batch)).decoder_last_hidden_state.float().cpu()
         for b, row in enumerate(chunk):
             labels = batch["labels"][b].tolist()
             starts = [i for i, token in enumerate(labels) if token == sent]

@@ -19,8 +19,15 @@ final: the trained model on the first `test_inputs` test stories, each part in i
   (`entity`), each predicting the unit's event type and the entity's condition before and
   after it;
 - states.json: NMI and purity of the gold states;
+- finals.csv + final_samples.jsonl.gz: the final texts (the study's mention writer fills
+  the stage-one texts' placeholders, eric/generate's merge) read by the checker with names,
+  and per story how many units with placeholders got names that map back to the cast
+  (`mapped`) and to the same characters (`faithful`);
 - final.json: all of them with the checker summary and L_CL / chance (train and
   validation, the stage's last rows).
+
+writer_curve: the mention writer itself, on the test inputs' reference stage-one texts
+(gold placeholders), at every snapshot of its training: how many named units map back.
 """
 
 from __future__ import annotations
@@ -28,8 +35,10 @@ from __future__ import annotations
 import csv
 import gzip
 import json
+import re
 import threading
 from dataclasses import replace
+from functools import lru_cache
 from pathlib import Path
 
 # transformers builds a model under a process-wide device context (meta tensors): two
@@ -37,6 +46,7 @@ from pathlib import Path
 _LOADING = threading.Lock()
 
 CHECK_FIELDS = ["id", "units", "parsed", "violations", "state_violations", "grounding", "clean", "valid"]
+NAME_FIELDS = ["named", "mapped", "faithful"]  # units with placeholders; their names map to the cast / to the same ones
 # What the probes predict of a unit's focal character: the event type of the unit (drawn at
 # random by the generator, so the prefix bounds what can be known), its condition when the
 # unit begins (fixed by the prefix: a model that tracks states can know it), and after it.
@@ -65,15 +75,17 @@ def _write_csv(path: Path, rows: list[dict]) -> None:
         writer.writerows(rows)
 
 
-def story_checks(scenes: list[str], texts: list[str], ids: list[str], max_units: int) -> list[dict]:
-    """The checker per story: counts of units, parsed units and violations by kind."""
+def story_checks(scenes: list[str], texts: list[str], ids: list[str], max_units: int,
+                 names: bool = False) -> list[dict]:
+    """The checker per story: counts of units, parsed units and violations by kind (`names`:
+    final texts, whose cast names are mapped back to placeholders first)."""
     from eric.world.checker import check_story
     from eric.world.metrics import text_units
     from eric.world.world import STATE_RULES
 
     out = []
     for sid, scene, text in zip(ids, scenes, texts):
-        check = check_story(scene, text_units(text or "", max_units))
+        check = check_story(scene, text_units(text or "", max_units), names)
         state = sum(n for rule, n in check.by_rule.items() if rule in STATE_RULES)
         out.append({"id": sid, "units": len(check.units), "parsed": check.parsed, "violations": check.violations,
                     "state_violations": state, "grounding": check.violations - state,
@@ -85,18 +97,27 @@ def story_checks(scenes: list[str], texts: list[str], ids: list[str], max_units:
 def summarize_checks(checks: list[dict]) -> dict:
     total = {k: sum(c[k] for c in checks) for k in CHECK_FIELDS[1:]}
     parsed = total["parsed"] or None
-    return {"parse_rate": total["parsed"] / total["units"] if total["units"] else None,
+    named = {f"{k}_rate": sum(c[k] for c in checks) / max(sum(c["named"] for c in checks), 1)
+             for k in NAME_FIELDS[1:] if k in checks[0]}
+    return {**named, "parse_rate": total["parsed"] / total["units"] if total["units"] else None,
             "violation_rate": parsed and total["violations"] / parsed,
             "state_violation_rate": parsed and total["state_violations"] / parsed,
             "grounding_rate": parsed and total["grounding"] / parsed,
             "clean_stories": total["clean"] / len(checks), "valid_stories": total["valid"] / len(checks)}
 
 
+def _device() -> str:
+    """Where the measurements run: the GPU when there is one, as the pipeline's sample and evaluate stages."""
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
 def load(model_dir: Path):
     from eric.generate.loading import load_stage_one
 
     with _LOADING:
-        return load_stage_one(model_dir)
+        return load_stage_one(model_dir, _device())
 
 
 def write_stage_one(model_dir: Path, params, rows: list[dict]) -> list[str]:
@@ -105,6 +126,91 @@ def write_stage_one(model_dir: Path, params, rows: list[dict]) -> list[str]:
     model, tokenizer = load(model_dir)
     options = SamplingOptions.from_params(params, progress=False)
     return [s.text for s in sample_stage_one(model, tokenizer, [r["source"] for r in rows], options)]
+
+
+# -- final texts: the mention writer fills the placeholders ---------------------------------
+@lru_cache(maxsize=1)
+def _name_word():
+    """Any word of the world's name vocabulary (a name a final text kept that is not the cast's)."""
+    from eric.world.names import FIRST_NAMES, SURNAMES
+
+    return re.compile(r"\b(" + "|".join(sorted({*FIRST_NAMES, *SURNAMES})) + r")\b")
+
+
+def name_counts(scene: str, stage_one: str, final: str, max_units: int) -> dict:
+    """Units of the stage-one text with a placeholder (`named`); of them, those whose final
+    unit's names all map back to the scene's cast (as many placeholders, no other name left:
+    `mapped`) and to the very characters of the stage-one unit (`faithful`)."""
+    from eric.generate.merge import PLACEHOLDER
+    from eric.world.checker import Replay
+    from eric.world.metrics import text_units
+    from eric.world.phrasings import names_to_placeholders
+
+    cast = Replay(scene).cast
+    counts = dict.fromkeys(NAME_FIELDS, 0)
+    for before, after in zip(text_units(stage_one, max_units), text_units(final, max_units)):
+        wanted = PLACEHOLDER.findall(before)
+        if not wanted:
+            continue
+        back = names_to_placeholders(after, cast)
+        counts["named"] += 1
+        counts["mapped"] += len(PLACEHOLDER.findall(back)) == len(wanted) and not _name_word().search(back)
+        counts["faithful"] += back == before
+    return counts
+
+
+def load_writer(writer_dir: Path):
+    from eric.generate.loading import load_mentions
+
+    with _LOADING:
+        return load_mentions(writer_dir, _device())
+
+
+def write_finals(writer_dir: Path, params, scenes: list[str], texts: list[str]) -> list[tuple[str, str]]:
+    """(mentions text, final text) per stage-one text: the writer's names merged in, with the
+    pipeline's fallbacks (eric/generate/merge.py) where it wrote too few."""
+    from eric.generate.command import training_names
+    from eric.generate.merge import NamePool, merge_mentions, parse_mentions
+    from eric.generate.sampler import SamplingOptions, generate_mentions
+
+    model, tokenizer = load_writer(writer_dir)
+    options = SamplingOptions.from_params(params, progress=False)
+    mentions = generate_mentions(model, tokenizer, scenes, texts, options)
+    pool = NamePool(training_names(None, params), seed=options.seed)
+    return [(m, merge_mentions(t, parse_mentions(m), pool).text) for t, m in zip(texts, mentions)]
+
+
+def final_checks(writer_dir: Path, params, rows: list[dict], texts: list[str], samples: Path) -> list[dict]:
+    """The checker (with names) and the name counts per story of the final texts; the texts into `samples`."""
+    scenes, ids, max_units = [r["source"] for r in rows], [r["id"] for r in rows], params.evaluate.max_units
+    finals = write_finals(writer_dir, params, scenes, texts)
+    with gzip.open(samples, "wt") as handle:
+        for sid, (mentions, text) in zip(ids, finals):
+            handle.write(json.dumps({"id": sid, "mentions": mentions, "final_text": text}) + "\n")
+    checks = story_checks(scenes, [t for _, t in finals], ids, max_units, names=True)
+    return [{**c, **name_counts(scene, before, after, max_units)}
+            for c, scene, before, (_, after) in zip(checks, scenes, texts, finals)]
+
+
+def writer_curve(params_path: Path, ev: dict, out: Path) -> None:
+    """The mention writer at each snapshot (and its final model) on the reference stage-one
+    texts of the test inputs: curve.csv, and gold.json for the final model."""
+    from eric.config import resolve_path
+
+    params, data = _setup(params_path)
+    rows = _rows(data / "test.parquet", ev["test_inputs"])
+    texts = [r["target"] for r in rows]
+    snapshots = resolve_path(params.train.checkpoint_dir) / "snapshots" / "train_mentions" / "mentions"
+    found = []
+    for folder in sorted(snapshots.glob("step-*"), key=lambda f: int(f.name.split("-")[1])):
+        summary = summarize_checks(final_checks(folder, params, rows, texts, out / "snapshot_samples.jsonl.gz"))
+        found.append({"step": int(folder.name.split("-")[1]), **{k: _round(v) for k, v in summary.items()}})
+    (out / "snapshot_samples.jsonl.gz").unlink(missing_ok=True)
+    if not found:
+        raise RuntimeError(f"no snapshots in {snapshots}: train with train.snapshot_every")
+    _write_csv(out / "curve.csv", found)
+    checks = final_checks(resolve_path(params.mentions.out_dir), params, rows, texts, out / "gold_samples.jsonl.gz")
+    _write_csv(out / "gold.csv", checks)
 
 
 def _val_at(params_path: Path, variant: str) -> dict[int, dict]:
@@ -139,9 +245,9 @@ def curve(params_path: Path, ev: dict, out_csv: Path) -> None:
     _write_csv(out_csv, found)
 
 
-def final(params_path: Path, ev: dict, out: Path) -> None:
+def final(params_path: Path, ev: dict, out: Path, writer_dir: Path | None = None) -> None:
     """Each part is kept in its own file and skipped when it exists (delete probes.json to
-    re-probe a run); final.json gathers them."""
+    re-probe a run); final.json gathers them. Final texts need the study's mention writer."""
     from eric.config import resolve_path
 
     params, data = _setup(params_path)
@@ -155,12 +261,18 @@ def final(params_path: Path, ev: dict, out: Path) -> None:
                 handle.write(json.dumps({"id": row["id"], "input": row["source"], "stage_one": text}) + "\n")
         _write_csv(out / "stories.csv", story_checks([r["source"] for r in rows], texts, [r["id"] for r in rows],
                                                      params.evaluate.max_units))
+    if writer_dir is not None and not (out / "finals.csv").is_file():
+        with gzip.open(out / "samples.jsonl.gz", "rt") as handle:
+            texts = [json.loads(line)["stage_one"] for line in handle]
+        _write_csv(out / "finals.csv", final_checks(writer_dir, params, rows, texts, out / "final_samples.jsonl.gz"))
     model, tokenizer = load(model_dir)
     parts = {"coherence": lambda: coherence_cases(model, tokenizer, rows, params, out / "cases.csv"),
              "probes": lambda: probes(model, tokenizer, params, data, ev["probe_train_texts"], rows),
              "states": lambda: states(model, tokenizer, rows, params)}
     result = {"checks": summarize_checks(_read_csv(out / "stories.csv")),
               "contrastive": contrastive_ratios(params_path, variant)}
+    if (out / "finals.csv").is_file():
+        result["final_texts"] = summarize_checks(_read_csv(out / "finals.csv"))
     for name, compute in parts.items():
         path = out / f"{name}.json"
         if not path.is_file():

@@ -25,6 +25,8 @@ OUTPUTS = HERE / "outputs"
 PAGE = ROOT / "docs" / "entityworld-study.md"
 FIGURE = ROOT / "docs" / "img" / "entityworld-curves.png"
 PLAN = yaml.safe_load((HERE / "plan.yaml").read_text())
+_WORLD = yaml.safe_load((ROOT / PLAN["profile"]).read_text())
+WORLD_SEED, WORLD_CAST = _WORLD["corpus.world.seed"], _WORLD["corpus.world.cast"]  # the study's world
 NAMES = {"eric": "ERIC", "eric_paper": "ERIC (paper recipe)", "eric_no_state_attention": "ERIC w/o StateAttn",
          "eric_no_state": "ERIC w/o s_n", "bart": "BART", "simctg": "SimCTG"}
 FLUENT_PARSE, FLUENT_GROUNDING = 0.95, 0.05  # the fluent budget's targets
@@ -70,10 +72,11 @@ def arms() -> list[str]:
     return [arm for arm in PLAN["arms"] if runs(arm)]
 
 
-def stories(arm: str, field: str) -> np.ndarray:
-    """stories x seeds of one checker count (rows in the test inputs' order); "ones" counts stories."""
-    columns = [[1.0 if field == "ones" else float(r[field]) for r in _csv(folder / "stories.csv")]
-               for folder in runs(arm).values()]
+def stories(arm: str, field: str, texts: str = "stories.csv") -> np.ndarray:
+    """stories x seeds of one checker count (rows in the test inputs' order); "ones" counts
+    stories. `texts`: stories.csv (stage one) or finals.csv (final texts, with names)."""
+    columns = [[1.0 if field == "ones" else float(r[field]) for r in _csv(folder / texts)]
+               for folder in runs(arm).values() if (folder / texts).is_file()]
     return np.array(columns).T
 
 
@@ -116,8 +119,8 @@ def table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 
 # --- the measures ----------------------------------------------------------------------------
-def rate(arm: str, field: str, per: str = "parsed"):
-    return ratio_interval(stories(arm, field), stories(arm, per), resamples=PLAN["evaluate"]["bootstrap"])
+def rate(arm: str, field: str, per: str = "parsed", texts: str = "stories.csv"):
+    return ratio_interval(stories(arm, field, texts), stories(arm, per, texts), resamples=PLAN["evaluate"]["bootstrap"])
 
 
 def per_seed(arm: str, field: str, per: str = "parsed") -> list[float | None]:
@@ -138,6 +141,82 @@ def final_table(found: list[str]) -> list[str]:
     return table(["arm", "seeds", "parse rate %", "state viol. / parsed", "grounding viol. / parsed",
                   "all viol. / parsed", "clean stories %", "valid stories %", "coherence lm %", "coherence joint %",
                   "coherence event %"], rows)
+
+
+# --- final texts: the mention writer's names in ---------------------------------------------
+WRITER = OUTPUTS / "writer"
+
+
+def writer_line() -> str:
+    """The mention writer on the reference texts: its curve and whether it meets the plan's target."""
+    if not (WRITER / "gold.csv").is_file():
+        return "The mention writer has not been trained on the world yet (`run.py` trains it first)."
+    gold = list(_csv(WRITER / "gold.csv"))
+    total = {k: sum(int(r[k]) for r in gold) for k in ("named", "mapped", "faithful", "units", "parsed")}
+    curve = ", ".join(f"{r['step']}: {fmt(float(r['mapped_rate']), pct=True)}%" for r in _csv(WRITER / "curve.csv"))
+    target, spec = PLAN["writer"]["target"], PLAN["writer"]["set"]
+    mapped = total["mapped"] / max(total["named"], 1)
+    met = "meets" if mapped >= target else "misses"
+    return (f"The mention writer (`{spec['mentions.size']}` size, {spec['mentions.max_steps']:,} steps at lr "
+            f"{spec['mentions.lr']}, trained once on the world and shared by every arm) {met} the target: on the "
+            f"reference stage-one texts of the test inputs, {fmt(mapped, pct=True)}% of the {total['named']:,} units "
+            f"with placeholders get names that map back to the cast (target {100 * target:.0f}%), "
+            f"{fmt(total['faithful'] / max(total['named'], 1), pct=True)}% to the very characters of the unit, and "
+            f"{fmt(total['parsed'] / max(total['units'], 1), pct=True)}% of the named reference texts' units parse. "
+            f"Named units mapping back, by training step: {curve}.")
+
+
+def finals_table(found: list[str]) -> list[str]:
+    rows = []
+    for arm in found:
+        if stories(arm, "units", "finals.csv").size == 0:
+            continue
+        cells = [fmt_interval(rate(arm, "mapped", "named", "finals.csv"), pct=True),
+                 fmt_interval(rate(arm, "faithful", "named", "finals.csv"), pct=True),
+                 fmt_interval(rate(arm, "parsed", "units", "finals.csv"), pct=True),
+                 fmt(rate(arm, "parsed", "units").value, pct=True),
+                 fmt_interval(rate(arm, "state_violations", texts="finals.csv")),
+                 fmt_interval(rate(arm, "grounding", texts="finals.csv")),
+                 fmt_interval(rate(arm, "valid", "ones", "finals.csv"), pct=True)]
+        rows.append([NAMES.get(arm, arm), str(stories(arm, "units", "finals.csv").shape[1]), *cells])
+    return table(["arm", "seeds", "named units mapping to the cast %", "to the same characters %",
+                  "final parse rate %", "stage-one parse rate %", "state viol. / parsed", "grounding viol. / parsed",
+                  "valid stories %"], rows)
+
+
+def case_rows(arm: str) -> list[dict]:
+    """Seed 1's (the first seed's) test stories as sample rows: stage one, and the final text where
+    the writer filled it."""
+    folder = next(iter(runs(arm).values()))
+    with gzip.open(folder / "samples.jsonl.gz", "rt") as handle:
+        rows = [json.loads(line) for line in handle]
+    finals = {}
+    if (folder / "final_samples.jsonl.gz").is_file():
+        with gzip.open(folder / "final_samples.jsonl.gz", "rt") as handle:
+            finals = {r["id"]: r["final_text"] for r in map(json.loads, handle)}
+    return [{**r, "final_text": finals.get(r["id"], r["stage_one"]), "reference": reference(r["id"])} for r in rows]
+
+
+def reference(sid: str) -> str:
+    """The human story of a test input: the world's own story, regenerated from its id, with names."""
+    from eric.evaluate.io import deanonymize
+    from eric.world.generate import generate_story, story_index, story_rng
+
+    story = generate_story(story_rng(WORLD_SEED, story_index(sid)), sid, tuple(WORLD_CAST))
+    text = "<sent> " + " <sent> ".join(story.units)
+    return deanonymize(text, [{"placeholder": tag, "mention": name} for tag, name in story.mentions()])
+
+
+CASES = 1  # test stories shown, every arm's first seed
+
+
+def case_section(found: list[str]) -> list[str]:
+    """A test story as every arm's first seed wrote it, unit by unit, with the checker's verdict."""
+    from eric.evaluate.case_study import build_cases, case_markdown
+
+    samples = {arm: case_rows(arm) for arm in found}
+    cases = build_cases(samples, CASES, PLAN["seeds"][0], world=True, max_units=PLAN_MAX_UNITS)
+    return [case_markdown(cases, lambda arm: NAMES.get(arm, arm))] if cases else []
 
 
 def seed_table(found: list[str]) -> list[str]:
@@ -296,7 +375,7 @@ def world_mix(stories: int = 2000) -> dict[str, float]:
 
     from eric.world.generate import generate_stories
 
-    counts = Counter(e.kind for s in generate_stories(42, stories) for e in s.events)
+    counts = Counter(e.kind for s in generate_stories(WORLD_SEED, stories) for e in s.events)
     total = sum(counts.values())
     return {kind: n / total for kind, n in counts.items()}
 
@@ -588,9 +667,17 @@ def page() -> str:
            f"The verdict compares ERIC's `predicted` with BART's `hidden` (K states against K clusters) on "
            f"`{PROBE_LABEL}`.", "", oracle_line(), "", *probe_table(found), "",
            why_line(found), "",
+           "## Final texts: the whole two-stage system", "",
+           writer_line(), "",
+           "Each arm's stage-one texts above, with the writer's names merged in (the pipeline's merge, its fallbacks "
+           "included), read by the checker after the cast's names are mapped back to placeholders; a name outside "
+           "the cast leaves its unit unparsed. Pooled over seeds, bootstrap intervals over test stories:", "",
+           *finals_table(found), "",
+           "## Case study", "",
+           "One test story (seeded choice) as each arm's first seed wrote it, the final text when the writer "
+           "filled it; the checker's verdict on each unit.", "", *case_section(found), "",
            "## Not in this study yet", "",
            *missing_arms(found),
-           "- Final texts: the mention writer is not trained on the world here, so only stage-one texts are judged.",
            "- A GPU run: none was lent to this session; the runner takes device settings from params only.", ""]
     return "\n".join(out)
 

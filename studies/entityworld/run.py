@@ -7,7 +7,9 @@ runs/data: the world (preprocess) and tokenizer, once. runs/<arm>/seed-<s>: para
 snapshots, logs. outputs/<arm>/seed-<s>/ (committed): the stage's own curves (train.csv,
 val.csv), the learning curve over snapshots (curve.csv), and the final model's
 measurements (stories.csv: the checker per test story, cases.csv: every coherence case,
-probes.json, ...; final.json gathers them: measure.py). Trainings run `--jobs` at a time
+probes.json, ...; final.json gathers them: measure.py). Before the arms, the mention writer
+(stage two) is trained once on the world (runs/writer) and judged on the test inputs'
+reference texts (outputs/writer); every arm's final texts use it. Trainings run `--jobs` at a time
 with one torch thread each; each run is measured as soon as it is trained. At the end the study is one MLflow parent run
 (experiment `study-entityworld`) with a nested run per arm and seed.
 """
@@ -73,13 +75,44 @@ def train(plan: dict, arm: str, seed: int) -> Path:
     return path
 
 
-def outputs(arm: str, seed: int) -> Path:
-    out = OUTPUTS / arm / f"seed-{seed}"
+def outputs(arm: str, seed: int | None = None) -> Path:
+    out = OUTPUTS / arm / (f"seed-{seed}" if seed is not None else "")
     out.mkdir(parents=True, exist_ok=True)
     return out
 
 
-def measure_run(plan: dict, arm: str, seed: int) -> None:
+def writer_params(plan: dict) -> Path:
+    """The mention writer's run: the world's data, the plan's `writer` settings, its own folders."""
+    spec, run = plan["writer"], RUNS / "writer"
+    params = base_params(plan)
+    for key, value in {**spec["set"], "seed": spec["seed"], "mentions.out_dir": str(run / "model")}.items():
+        set_dotted(params, key, value)
+    for key in ("metrics_dir", "plots_dir", "checkpoint_dir"):
+        params["train"][key] = str(run / key.removesuffix("_dir"))
+    run.mkdir(parents=True, exist_ok=True)
+    path = run / "params.yaml"
+    path.write_text(yaml.safe_dump(params, sort_keys=False))
+    return path
+
+
+def train_writer(plan: dict) -> Path:
+    """Train the mention writer once (kept), then its curve and its final model on the reference
+    texts (outputs/writer); returns the model folder every arm's final texts use."""
+    from studies.entityworld.measure import writer_curve
+
+    path = writer_params(plan)
+    run, out = path.parent, outputs("writer")
+    if not (run / "plots" / "mentions_val.csv").is_file():
+        print("training the mention writer", flush=True)
+        stage("train_mentions.py", path, run / "train.log")
+    shutil.copy(run / "plots" / "mentions.csv", out / "train.csv")
+    shutil.copy(run / "plots" / "mentions_val.csv", out / "val.csv")
+    if not (out / "gold.csv").is_file():
+        writer_curve(path, plan["evaluate"], out)
+    return run / "model"
+
+
+def measure_run(plan: dict, arm: str, seed: int, writer: Path) -> None:
     """Train if needed, then the learning curve and the final measurements (each kept)."""
     from studies.entityworld.measure import curve, final
 
@@ -87,7 +120,7 @@ def measure_run(plan: dict, arm: str, seed: int) -> None:
     out = outputs(arm, seed)
     if not (out / "curve.csv").is_file():
         curve(path, plan["evaluate"], out / "curve.csv")
-    final(path, plan["evaluate"], out)  # computes only the parts that are missing
+    final(path, plan["evaluate"], out, writer)  # computes only the parts that are missing
     print(f"done {arm} seed {seed}", flush=True)
 
 
@@ -106,9 +139,10 @@ def main() -> None:
 
         OUTPUTS.mkdir(parents=True, exist_ok=True)
         oracle.write_text(json.dumps(oracle_event_probe(data_params, plan["evaluate"]), indent=1) + "\n")
+    writer = train_writer(plan)
     runs = [(arm, seed) for seed in args.seeds for arm in args.arms]  # every arm's first seed first
     with ThreadPoolExecutor(args.jobs) as pool:
-        futures = {pool.submit(measure_run, plan, arm, seed): (arm, seed) for arm, seed in runs}
+        futures = {pool.submit(measure_run, plan, arm, seed, writer): (arm, seed) for arm, seed in runs}
         failed = []
         for future in as_completed(futures):  # a failed run is named at once; the others go on
             if future.exception() is not None:

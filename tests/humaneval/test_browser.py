@@ -5,8 +5,6 @@ and score the exports."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import time
 from pathlib import Path
 
@@ -14,30 +12,15 @@ import pytest
 
 from eric.humaneval.command import prepare_study, score_answers
 from eric.humaneval.study import read_key
+from tests.browser import headless_chromium, needs_browser
 
-CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
-# skipped on a machine without them, but never in CI, where infra/setup.sh installs them
-pytestmark = pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER) and not os.environ.get("CI"),
-                                reason="needs Debian's chromium and chromium-driver (infra/setup.sh installs them)")
+pytestmark = needs_browser
 
 
 @pytest.fixture
 def browser(tmp_path):
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--window-size=1200,900",
-                 f"--user-data-dir={tmp_path / 'profile'}"):
-        options.add_argument(flag)
-    options.add_experimental_option("prefs", {"download.default_directory": str(tmp_path / "downloads"),
-                                              "download.prompt_for_download": False})
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    driver.implicitly_wait(2)
-    yield driver
-    driver.quit()
+    with headless_chromium(tmp_path) as driver:
+        yield driver
 
 
 def _answer_all(driver, a_left: dict[str, bool]) -> None:

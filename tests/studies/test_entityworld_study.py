@@ -9,7 +9,7 @@ import pytest
 
 from eric.world.generate import generate_stories
 from studies.entityworld import render
-from studies.entityworld.measure import story_checks, summarize_checks
+from studies.entityworld.measure import name_counts, story_checks, summarize_checks
 
 
 @pytest.fixture(scope="module")
@@ -28,6 +28,39 @@ def test_story_checks_count_units_parsed_and_violations_by_kind(stories):
     summary = summarize_checks(checks)
     assert summary["parse_rate"] == pytest.approx(19 / 20) and summary["grounding_rate"] == pytest.approx(1 / 19)
     assert summary["valid_stories"] == 0.75 and summary["state_violation_rate"] == 0
+
+
+def _named(story, unit: str, names: dict[str, str] | None = None) -> str:
+    """A unit with each placeholder written as a name (the cast's unless `names` says otherwise)."""
+    import re
+
+    return re.sub(r"<e(\d+)>", lambda m: (names or {}).get(m.group(0), story.cast[int(m.group(1))]), unit)
+
+
+def test_final_texts_count_the_units_whose_names_map_back_to_the_cast(stories):
+    story = stories[0]
+    stage_one = "<sent> " + " <sent> ".join(story.units)
+    named = [u for u in story.units if "<e" in u]
+    final = "<sent> " + " <sent> ".join(_named(story, u) for u in story.units)
+    assert name_counts(story.scene, stage_one, final, 15) == {"named": len(named), "mapped": len(named),
+                                                               "faithful": len(named)}
+    checks = story_checks([story.scene], [final], [story.id], 15, names=True)
+    assert checks[0]["parsed"] == len(story.units) and checks[0]["violations"] == 0
+    assert story_checks([story.scene], [final], [story.id], 15)[0]["parsed"] < len(story.units)  # names unread
+
+    first = named[0]
+    tags = sorted(set(__import__("re").findall(r"<e\d+>", first)))
+    other = next(f"<e{k}>" for k in range(len(story.cast)) if f"<e{k}>" not in tags)
+    cases = {  # the first named unit written three wrong ways
+        "swapped": (_named(story, first, {tags[0]: story.cast[int(other[2:-1])]}), {"mapped": 1, "faithful": 0}),
+        "outsider": (_named(story, first, {tags[0]: "Zdenek Zouch"}), {"mapped": 0, "faithful": 0}),
+        "dropped": (_named(story, first, {tags[0]: "someone"}), {"mapped": 0, "faithful": 0}),
+    }
+    for name, (unit, expected) in cases.items():
+        counts = name_counts(story.scene, f"<sent> {first}", f"<sent> {unit}", 15)
+        assert counts == {"named": 1, **expected}, name
+    rows = [{**c, "named": 2, "mapped": 1, "faithful": 1} for c in checks]
+    assert summarize_checks(rows)["mapped_rate"] == 0.5 and "mapped_rate" not in summarize_checks(checks)
 
 
 def _write_run(folder, state_violations: list[int], probe: float, parsed: int = 10) -> None:
