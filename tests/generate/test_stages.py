@@ -13,6 +13,7 @@ from eric.config import ParamsError
 from eric.evaluate.errors import EvaluationError
 from eric.evaluate.state_transitions import read_transitions
 from eric.generate.errors import SampleError
+from eric.generate.merge import PLACEHOLDER
 from eric.generate.schema import read_metadata, read_samples
 from tests.generate.tiny import NUM_STATES
 
@@ -45,7 +46,11 @@ def test_evaluate_stage_writes_metrics_and_analyses(pipeline):
     assert 0 <= saved["mention_control"] <= 1 and saved["mention_control_units"] > 0
     assert 0 < saved["states_used"] <= NUM_STATES and saved["num_states"] == NUM_STATES
     assert set(saved["coherence"]) == {"eric", "eric (random states)"}
-    assert saved["fallback"]["occurrences"] >= 0
+    rows = read_samples(root / "outputs" / "samples" / "eric.parquet")
+    placeholders = sum(len(PLACEHOLDER.findall(r["stage_one"])) for r in rows)
+    fallback = saved["fallback"]
+    assert fallback["occurrences"] == placeholders == sum(fallback[k] for k in ("generated", "reused_last",
+                                                                              "random_name"))
     folder = root / "outputs" / "analysis"
     assert {p.name for p in (folder / "eric").iterdir()} == {"coherence.csv", "state_usage.csv",
                                                              "state_transitions.csv", "state_explorer.html"}

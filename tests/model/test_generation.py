@@ -116,8 +116,11 @@ def test_every_variant_samples_and_keeps_cache_parity(switches):
     full = model.generate(batch["input_ids"], batch["attention_mask"], use_cache=False, **kwargs)
     assert torch.equal(cached.sequences, full.sequences)
     if switches.get("use_entity", True):
-        assert torch.equal(cached.entity_ids, full.entity_ids)
-        assert (cached.state_ids == -1).all() if not switches.get("use_state", True) else True
+        assert torch.equal(cached.entity_ids, full.entity_ids) and torch.equal(cached.state_ids, full.state_ids)
+        if switches.get("use_state", True):  # a state for every planned entity, none for <none>
+            assert torch.equal(cached.state_ids >= 0, cached.entity_ids > 0)
+        else:
+            assert (cached.state_ids == -1).all()
     else:
         assert cached.entity_ids is None and cached.units(0) == []
 

@@ -51,9 +51,9 @@ def test_every_deployment_parameter_maps_onto_the_real_params_yaml():
     corpus = {"corpus_path": "/data/wikibio.jsonl.gz", "corpus_kind": "jsonl", "corpus_name": "wikibio"}
     merged = gather_overrides(params, "smoke", None, None, corpus, "/models/bart-base")
     assert merged["corpus.kind"] == "jsonl" and merged["model.init"] == "/models/bart-base"
-    if params.get("variants"):
-        chosen = list(params["variants"])[:1]
-        assert gather_overrides(params, None, None, chosen, NO_CORPUS, None)
+    chosen = list(params["variants"])[:1]
+    assert chosen, "params.yaml names no variants"
+    assert gather_overrides(params, None, None, chosen, NO_CORPUS, None)["variants"] == chosen
 
 
 def test_explicit_overrides_win_over_the_profile():

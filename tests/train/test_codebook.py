@@ -11,8 +11,10 @@ from tests.train.test_resume_and_ranks import _free_port, finish, launch
 from tests.train.tiny_states import train
 
 
-def _assert_healthy(log: list[dict]) -> None:
-    assert log and all(row["ranks_agree"] for row in log)
+def _assert_healthy(log: list[dict], ranks: int = 1, master: bool = False) -> None:
+    assert log and all(row["ranks"] == ranks for row in log)  # the ranks really were compared
+    assert all(row["master_seen"] == master for row in log)  # and the master copy, under ZeRO
+    assert all(row["ranks_agree"] for row in log)
     assert all(row["master_matches"] for row in log), log
     assert all(row["moments_zeroed"] for row in log), log
     assert log[-1]["replaced_total"] > 0  # with dead_code_steps=1 codes are re-seeded
@@ -29,7 +31,7 @@ def test_dead_codes_on_two_cpu_ranks_under_zero2_agree_and_reach_the_master_weig
                    str(_free_port()), "-m", "tests.train.tiny_states", str(out), "--steps", "4",
                    "--ds-config", "infra/deepspeed/cpu_zero2.json"], log)
     finish(proc, log)
-    _assert_healthy(json.loads((out / "steps.json").read_text()))
+    _assert_healthy(json.loads((out / "steps.json").read_text()), ranks=2, master=True)
 
 
 def test_write_rows_without_master_copy_resets_torch_adam_moments():

@@ -138,6 +138,7 @@ def test_targets_stage_refuses_a_foreign_folder(workspace, monkeypatch):
 
     monkeypatch.setattr(hint_targets, "teacher", FakeTeacher)
     out = workspace / "data" / "targets" / "hint" / "hint"
+    out.mkdir(parents=True, exist_ok=True)  # the folder may or may not hold an earlier test's targets
     (out / "notes.txt").write_text("mine")
     with pytest.raises(TargetsError, match="did not write"):
         hint_targets.run.fn("hint", str(workspace / "params.yaml"))

@@ -46,8 +46,14 @@ def test_runs_are_grouped_by_corpus_and_reopened_on_resume(tmp_path, monkeypatch
     assert client.get_experiment_by_name("corpus-a").experiment_id == run.info.experiment_id
 
 
-def test_disabled_tracking_logs_nothing():
+def test_disabled_tracking_logs_nothing(tmp_path, monkeypatch):
+    store = tmp_path / "mlflow.db"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{store}")
     tracker = tracking.start_run("x", stage="s", variant="v", enabled=False)
     assert isinstance(tracker, tracking.NullTracker) and tracker.run_id is None
     tracker.log_metrics({"a": 1.0}, step=0)
+    tracker.log_params({"p": 1})
+    (tmp_path / "artifact.txt").write_text("x")
+    tracker.log_artifact(tmp_path / "artifact.txt")
     tracker.finish()
+    assert not store.exists() and not (tmp_path / "mlruns").exists()  # no store was ever opened

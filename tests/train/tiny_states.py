@@ -72,8 +72,10 @@ def check_step(trainer, log: list[dict]) -> None:
     log.append({
         "step": trainer.state.step,
         "replaced_total": replaced,
+        "ranks": dist.get_world_size() if dist.is_initialized() else 1,  # ranks compared (1: nothing to compare)
         "ranks_agree": _same_on_all_ranks(book),
-        "master_matches": True if master is None else bool(torch.allclose(master, book, atol=1e-6)),
+        "master_seen": master is not None,  # ZeRO keeps an fp32 master copy to compare with
+        "master_matches": master is None or bool(torch.allclose(master, book, atol=1e-6)),
         "moments_zeroed": _all_ranks(int(not zeroed)) == 0,
         "moments_seen": _all_ranks(len(moments)),
     })
