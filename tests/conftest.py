@@ -13,6 +13,8 @@ import pytest
 
 from eric.config import PROJECT_ROOT, load_params
 
+pytest_plugins = ["tests.order"]  # --random-order SEED
+
 WIKIPLOTS_MINI = PROJECT_ROOT / "corpora" / "wikiplots-mini" / "plots.zip"  # the embedded default
 WIKIBIO_MINI = PROJECT_ROOT / "tests" / "fixtures" / "wikibio-25.jsonl.gz"  # 25 articles of the second corpus
 
