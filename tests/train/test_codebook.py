@@ -7,7 +7,7 @@ import json
 
 import torch
 
-from tests.train.test_resume_and_ranks import _free_port, finish, launch
+from tests.train.test_resume_and_ranks import finish, launch
 from tests.train.tiny_states import train
 
 
@@ -27,8 +27,8 @@ def test_dead_codes_are_reseeded_with_fresh_optimizer_state_on_one_process(tmp_p
 
 def test_dead_codes_on_two_cpu_ranks_under_zero2_agree_and_reach_the_master_weights(tmp_path):
     out, log = tmp_path / "two", tmp_path / "two.log"
-    proc = launch(["-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port",
-                   str(_free_port()), "-m", "tests.train.tiny_states", str(out), "--steps", "4",
+    proc = launch(["-m", "torch.distributed.run", "--nproc_per_node", "2", "--standalone",  # picks its own free port
+                   "-m", "tests.train.tiny_states", str(out), "--steps", "4",
                    "--ds-config", "infra/deepspeed/cpu_zero2.json"], log)
     finish(proc, log)
     _assert_healthy(json.loads((out / "steps.json").read_text()), ranks=2, master=True)

@@ -77,8 +77,8 @@ def test_two_cpu_ranks_match_one_rank_accumulating(tmp_path):
     single = train_tiny(tmp_path / "single", steps=6, accum=2, dropout=0.0, checkpoint_every=6)
 
     out, log = tmp_path / "two", tmp_path / "two.log"
-    proc = launch(["-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port",
-                   str(_free_port()), "-m", "tests.train.tiny", str(out), "--steps", "6",
+    proc = launch(["-m", "torch.distributed.run", "--nproc_per_node", "2", "--standalone",  # picks its own free port
+                   "-m", "tests.train.tiny", str(out), "--steps", "6",
                    "--dropout", "0", "--checkpoint-every", "6",
                    "--ds-config", "infra/deepspeed/cpu_zero2.json"], log)
     finish(proc, log)
@@ -93,9 +93,3 @@ def test_two_cpu_ranks_match_one_rank_accumulating(tmp_path):
     a = load_file(out / "model" / "model.safetensors")
     b = load_file(tmp_path / "single" / "model" / "model.safetensors")
     assert all(torch.allclose(a[k], b[k], atol=1e-5) for k in a)
-
-
-def _free_port() -> int:
-    from eric.train.runtime import free_port
-
-    return free_port()
