@@ -49,3 +49,10 @@ def pytest_collection_modifyitems(config, items):
     for group in groups:
         rng.shuffle(group)
     items[:] = [item for group in groups for item in group]
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """The seed again at the end (a quiet run has no header), where a failure is read."""
+    seed = config.stash.get(SEED, None)
+    if seed:
+        terminalreporter.write_line(f"test order: shuffled with seed {seed} (--random-order {seed} repeats it)")
