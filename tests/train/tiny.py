@@ -1,7 +1,7 @@
 """A tiny BART and a synthetic copy-with-shift task: the engine's test bench.
 
 Also a script (used by the kill/resume and two-rank tests):
-    python -m tests.train.tiny OUT_DIR [--steps N] [--accum A] [--ds-config PATH] [--sleep S]
+    python -m tests.train.tiny OUT_DIR [--steps N] [--accum A] [--ds-config PATH] [--hold-at STEP]
     python -m torch.distributed.run --nproc_per_node 2 -m tests.train.tiny OUT_DIR ...
 trains to N steps with checkpoints under OUT_DIR/ckpt and writes OUT_DIR/result.json.
 """
@@ -60,7 +60,7 @@ def lengths(examples: list[dict]) -> list[int]:
 
 def train_tiny(out: Path, steps: int = 12, micro: int = 4, accum: int = 1,
                ds_config: str = "infra/deepspeed/cpu.json", checkpoint_every: int = 3,
-               dropout: float = 0.1, sleep: float = 0.0) -> dict | None:
+               dropout: float = 0.1, hold_at: int | None = None) -> dict | None:
     """Train the tiny BART on the copy task; returns (and on rank 0 writes) the result."""
     from eric.train.loop import LoopSettings, Trainer
 
@@ -74,7 +74,7 @@ def train_tiny(out: Path, steps: int = 12, micro: int = 4, accum: int = 1,
         tiny_bart(seed=0, dropout=dropout), settings, train_set=data, collate_fn=collate,
         val_set=copy_task(16, seed=2), train_lengths=lengths(data),
         checkpoint_dir=out / "ckpt", seed=7, fingerprint="tiny",
-        on_step_end=lambda _: time.sleep(sleep),
+        on_step_end=None if hold_at is None else lambda trainer: _hold(trainer, out, hold_at),
     )
     result = trainer.fit()
     trainer.save_pretrained(out / "model")
@@ -83,6 +83,15 @@ def train_tiny(out: Path, steps: int = 12, micro: int = 4, accum: int = 1,
     summary = dict(result.summary(), history=result.history)
     (out / "result.json").write_text(json.dumps(summary, indent=1))
     return summary
+
+
+def _hold(trainer, out: Path, step: int) -> None:
+    """From `step` on (its checkpoint written), say so in OUT/held and wait to be killed: the
+    kill test kills on that event, not within a window of time."""
+    if trainer.state.step >= step:
+        (out / "held").write_text(str(trainer.state.step))
+        while True:
+            time.sleep(1)
 
 
 def main() -> None:
@@ -94,10 +103,10 @@ def main() -> None:
     parser.add_argument("--ds-config", default="infra/deepspeed/cpu.json")
     parser.add_argument("--checkpoint-every", type=int, default=3)
     parser.add_argument("--dropout", type=float, default=0.1)
-    parser.add_argument("--sleep", type=float, default=0.0, help="seconds per step (kill test)")
+    parser.add_argument("--hold-at", type=int, default=None, help="wait to be killed after this step (kill test)")
     args = parser.parse_args()
     train_tiny(args.out, args.steps, args.micro, args.accum, args.ds_config,
-               args.checkpoint_every, args.dropout, args.sleep)
+               args.checkpoint_every, args.dropout, args.hold_at)
 
 
 if __name__ == "__main__":
