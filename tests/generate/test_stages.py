@@ -138,3 +138,21 @@ def test_report_names_the_state_space_recipe_each_variant_trained_with(tiny_proj
     (tmp_path / "eric.json").write_text(json.dumps({"steps": 2, "state_space_recipe": "remedied"}))
     (tmp_path / "bart.json").write_text(json.dumps({"steps": 2, "state_space_recipe": None}))
     assert report_stage.recipes(params) == "eric remedied"
+
+
+def test_the_report_stage_shows_world_cases_with_the_checkers_verdicts(tmp_path):
+    """On EntityWorld (corpus.kind: world) the report's case study carries the checker's verdicts."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from eric.config import default_params
+    from tests.evaluate.test_case_study import _world_row
+
+    _, _, row = _world_row()
+    (tmp_path / "samples").mkdir()
+    pq.write_table(pa.Table.from_pylist([row]), tmp_path / "samples" / "eric.parquet")
+    settings = {"sample.out_dir": str(tmp_path / "samples"), "variants": ["eric"], "evaluate.case_studies": 1}
+    world = report_stage.case_study(default_params({**settings, "corpus.kind": "world"}))
+    plain = report_stage.case_study(default_params(settings))
+    assert [c.id for c in world] == [row["id"]] and world[0].variants["eric"][2].verdict == "unparsed"
+    assert all(u.verdict for u in world[0].variants["eric"]) and not any(u.verdict for u in plain[0].variants["eric"])
