@@ -184,7 +184,7 @@ def case_html(cases: list[CaseView], name, explorers: dict[str, str] | None = No
 
 
 CASE_STYLE = (".case{display:flex;gap:1em;overflow-x:auto}.case-col{flex:1;min-width:16em}"
-              ".case-col ol{padding-left:1.4em}.case-col li{margin-bottom:.4em;text-align:left}"
+              ".case-col ol{padding-left:2.2em}.case-col li{margin-bottom:.4em;text-align:left}"
               "mark{background:#fff3b0}mark sub{color:#777}.plan{color:#555;font-size:.85em}"
               ".verdict{font-size:.85em}.verdict.parsed{color:#17701d}.verdict.unparsed{color:#777}"
               ".verdict.breaks{color:#b3261e}details{font-size:.8em;color:#555}")
