@@ -715,7 +715,8 @@ def page() -> str:
            "", *case_section(found), "",
            "## Not in this study yet", "",
            *missing_arms(found),
-           "- A GPU run: none was lent to this session; the runner takes device settings from params only.", ""]
+           "- A GPU run: none was lent to the sessions that ran the study; training takes its device settings from "
+           "params only (`train.deepspeed_config: auto`), and the measurements run on the GPU when there is one.", ""]
     return "\n".join(out)
 
 
