@@ -95,10 +95,9 @@ def story_checks(scenes: list[str], texts: list[str], ids: list[str], max_units:
 
 
 def summarize_checks(checks: list[dict]) -> dict:
-    total = {k: sum(c[k] for c in checks) for k in CHECK_FIELDS[1:]}
+    total = {k: sum(c[k] for c in checks) for k in (*CHECK_FIELDS[1:], *NAME_FIELDS) if k in checks[0]}
     parsed = total["parsed"] or None
-    named = {f"{k}_rate": sum(c[k] for c in checks) / max(sum(c["named"] for c in checks), 1)
-             for k in NAME_FIELDS[1:] if k in checks[0]}
+    named = {f"{k}_rate": total[k] / max(total["named"], 1) for k in NAME_FIELDS[1:] if k in total}
     return {**named, "parse_rate": total["parsed"] / total["units"] if total["units"] else None,
             "violation_rate": parsed and total["violations"] / parsed,
             "state_violation_rate": parsed and total["state_violations"] / parsed,
@@ -142,11 +141,10 @@ def name_counts(scene: str, stage_one: str, final: str, max_units: int) -> dict:
     unit's names all map back to the scene's cast (as many placeholders, no other name left:
     `mapped`) and to the very characters of the stage-one unit (`faithful`)."""
     from eric.generate.merge import PLACEHOLDER
-    from eric.world.checker import Replay
     from eric.world.metrics import text_units
-    from eric.world.phrasings import names_to_placeholders
+    from eric.world.phrasings import names_to_placeholders, parse_scene
 
-    cast = Replay(scene).cast
+    cast = [c.name for c in parse_scene(scene).characters]
     counts = dict.fromkeys(NAME_FIELDS, 0)
     for before, after in zip(text_units(stage_one, max_units), text_units(final, max_units)):
         wanted = PLACEHOLDER.findall(before)
@@ -265,14 +263,14 @@ def final(params_path: Path, ev: dict, out: Path, writer_dir: Path | None = None
         with gzip.open(out / "samples.jsonl.gz", "rt") as handle:
             texts = [json.loads(line)["stage_one"] for line in handle]
         _write_csv(out / "finals.csv", final_checks(writer_dir, params, rows, texts, out / "final_samples.jsonl.gz"))
-    model, tokenizer = load(model_dir)
-    parts = {"coherence": lambda: coherence_cases(model, tokenizer, rows, params, out / "cases.csv"),
-             "probes": lambda: probes(model, tokenizer, params, data, ev["probe_train_texts"], rows),
-             "states": lambda: states(model, tokenizer, rows, params)}
-    result = {"checks": summarize_checks(_read_csv(out / "stories.csv")),
+    model = lru_cache(maxsize=1)(lambda: load(model_dir))  # loaded once, and only if a part is missing
+    parts = {"coherence": lambda: coherence_cases(*model(), rows, params, out / "cases.csv"),
+             "probes": lambda: probes(*model(), params, data, ev["probe_train_texts"], rows),
+             "states": lambda: states(*model(), rows, params)}
+    result = {"checks": summarize_checks(read_checks(out / "stories.csv")),
               "contrastive": contrastive_ratios(params_path, variant)}
     if (out / "finals.csv").is_file():
-        result["final_texts"] = summarize_checks(_read_csv(out / "finals.csv"))
+        result["final_texts"] = summarize_checks(read_checks(out / "finals.csv"))
     for name, compute in parts.items():
         path = out / f"{name}.json"
         if not path.is_file():
@@ -281,7 +279,8 @@ def final(params_path: Path, ev: dict, out: Path, writer_dir: Path | None = None
     (out / "final.json").write_text(json.dumps(result, indent=1) + "\n")
 
 
-def _read_csv(path: Path) -> list[dict]:
+def read_checks(path: Path) -> list[dict]:
+    """A stories.csv / finals.csv back as story_checks wrote it (counts as ints)."""
     with path.open() as handle:
         return [{k: v if k == "id" else int(v) for k, v in r.items()} for r in csv.DictReader(handle)]
 

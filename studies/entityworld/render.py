@@ -49,14 +49,28 @@ def _json(path: Path) -> dict:
 
 
 @lru_cache(maxsize=None)
+def _jsonl(path: Path) -> tuple[dict, ...]:
+    """The rows of a `.jsonl.gz` output (samples, final samples)."""
+    with gzip.open(path, "rt") as handle:
+        return tuple(json.loads(line) for line in handle)
+
+
+@lru_cache(maxsize=None)
 def _checks(folder: Path) -> tuple:
     """The checker over a run's final samples (`samples.jsonl.gz`), one StoryCheck per test story."""
     from eric.world.checker import check_story
     from eric.world.metrics import text_units
 
-    with gzip.open(folder / "samples.jsonl.gz", "rt") as handle:
-        rows = [json.loads(line) for line in handle]
-    return tuple(check_story(r["input"], text_units(r["stage_one"], PLAN_MAX_UNITS)) for r in rows)
+    return tuple(check_story(r["input"], text_units(r["stage_one"], PLAN_MAX_UNITS))
+                 for r in _jsonl(folder / "samples.jsonl.gz"))
+
+
+@lru_cache(maxsize=None)
+def world_story(sid: str):
+    """A test input's own story, regenerated from its id (eric/world/generate.py)."""
+    from eric.world.generate import generate_story, story_index, story_rng
+
+    return generate_story(story_rng(WORLD_SEED, story_index(sid)), sid, tuple(WORLD_CAST))
 
 
 def runs(arm: str) -> dict[int, Path]:
@@ -149,20 +163,22 @@ WRITER = OUTPUTS / "writer"
 
 def writer_line() -> str:
     """The mention writer on the reference texts: its curve and whether it meets the plan's target."""
+    from studies.entityworld.measure import read_checks, summarize_checks
+
     if not (WRITER / "gold.csv").is_file():
         return "The mention writer has not been trained on the world yet (`run.py` trains it first)."
-    gold = list(_csv(WRITER / "gold.csv"))
-    total = {k: sum(int(r[k]) for r in gold) for k in ("named", "mapped", "faithful", "units", "parsed")}
+    gold = read_checks(WRITER / "gold.csv")
+    summary, named = summarize_checks(gold), sum(r["named"] for r in gold)
     curve = ", ".join(f"{r['step']}: {fmt(float(r['mapped_rate']), pct=True)}%" for r in _csv(WRITER / "curve.csv"))
     target, spec = PLAN["writer"]["target"], PLAN["writer"]["set"]
-    mapped = total["mapped"] / max(total["named"], 1)
+    mapped = summary["mapped_rate"]
     met = "meets" if mapped >= target else "misses"
     return (f"The mention writer (`{spec['mentions.size']}` size, {spec['mentions.max_steps']:,} steps at lr "
             f"{spec['mentions.lr']}, trained once on the world and shared by every arm) {met} the target: on the "
-            f"reference stage-one texts of the test inputs, {fmt(mapped, pct=True)}% of the {total['named']:,} units "
+            f"reference stage-one texts of the test inputs, {fmt(mapped, pct=True)}% of the {named:,} units "
             f"with placeholders get names that map back to the cast (target {100 * target:.0f}%), "
-            f"{fmt(total['faithful'] / max(total['named'], 1), pct=True)}% to the very characters of the unit, and "
-            f"{fmt(total['parsed'] / max(total['units'], 1), pct=True)}% of the named reference texts' units parse. "
+            f"{fmt(summary['faithful_rate'], pct=True)}% to the very characters of the unit, and "
+            f"{fmt(summary['parse_rate'], pct=True)}% of the named reference texts' units parse. "
             f"Named units mapping back, by training step: {curve}." + ("" if mapped >= target else _writer_why()))
 
 
@@ -184,21 +200,19 @@ def writer_diagnosis() -> dict[str, float]:
     lists (eric/world/generate.Story.mentions): the placeholder at each position, a name of the
     cast at all, and the name of the very character its placeholder stands for."""
     from eric.generate.merge import parse_mentions
-    from eric.world.generate import generate_story, story_index, story_rng
 
     tags = cast_names = right = written = positions = 0
-    with gzip.open(WRITER / "gold_samples.jsonl.gz", "rt") as handle:
-        for row in map(json.loads, handle):
-            story = generate_story(story_rng(WORLD_SEED, story_index(row["id"])), row["id"], tuple(WORLD_CAST))
-            truth, wrote = story.mentions(), parse_mentions(row["mentions"])
-            names = {k: {name, name.split()[0]} for k, name in enumerate(story.cast)}
-            tags += sum(t == w for (t, _), (w, _) in zip(truth, wrote))
-            positions += len(truth)
-            for tag, mention in wrote:
-                k = int(tag[2:-1])
-                cast_names += any(mention in forms for forms in names.values())
-                right += mention in names.get(k, ())
-            written += len(wrote)
+    for row in _jsonl(WRITER / "gold_samples.jsonl.gz"):
+        story = world_story(row["id"])
+        truth, wrote = story.mentions(), parse_mentions(row["mentions"])
+        names = {k: {name, name.split()[0]} for k, name in enumerate(story.cast)}
+        tags += sum(t == w for (t, _), (w, _) in zip(truth, wrote))
+        positions += len(truth)
+        for tag, mention in wrote:
+            k = int(tag[2:-1])
+            cast_names += any(mention in forms for forms in names.values())
+            right += mention in names.get(k, ())
+        written += len(wrote)
     return {"tags": tags / max(positions, 1), "cast": cast_names / max(written, 1), "right": right / max(written, 1),
             "written": written / max(positions, 1)}
 
@@ -206,7 +220,8 @@ def writer_diagnosis() -> dict[str, float]:
 def finals_table(found: list[str]) -> list[str]:
     rows = []
     for arm in found:
-        if stories(arm, "units", "finals.csv").size == 0:
+        units = stories(arm, "units", "finals.csv")  # stories x seeds; empty before the writer ran
+        if not units.size:
             continue
         cells = [fmt_interval(rate(arm, "mapped", "named", "finals.csv"), pct=True),
                  fmt_interval(rate(arm, "faithful", "named", "finals.csv"), pct=True),
@@ -215,7 +230,7 @@ def finals_table(found: list[str]) -> list[str]:
                  fmt_interval(rate(arm, "state_violations", texts="finals.csv")),
                  fmt_interval(rate(arm, "grounding", texts="finals.csv")),
                  fmt_interval(rate(arm, "valid", "ones", "finals.csv"), pct=True)]
-        rows.append([NAMES.get(arm, arm), str(stories(arm, "units", "finals.csv").shape[1]), *cells])
+        rows.append([NAMES.get(arm, arm), str(units.shape[1]), *cells])
     return table(["arm", "seeds", "named units mapping to the cast %", "to the same characters %",
                   "final parse rate %", "stage-one parse rate %", "state viol. / parsed", "grounding viol. / parsed",
                   "valid stories %"], rows)
@@ -225,21 +240,17 @@ def case_rows(arm: str) -> list[dict]:
     """Seed 1's (the first seed's) test stories as sample rows: stage one, and the final text where
     the writer filled it."""
     folder = next(iter(runs(arm).values()))
-    with gzip.open(folder / "samples.jsonl.gz", "rt") as handle:
-        rows = [json.loads(line) for line in handle]
-    finals = {}
-    if (folder / "final_samples.jsonl.gz").is_file():
-        with gzip.open(folder / "final_samples.jsonl.gz", "rt") as handle:
-            finals = {r["id"]: r["final_text"] for r in map(json.loads, handle)}
-    return [{**r, "final_text": finals.get(r["id"], r["stage_one"]), "reference": reference(r["id"])} for r in rows]
+    named = folder / "final_samples.jsonl.gz"
+    finals = {r["id"]: r["final_text"] for r in _jsonl(named)} if named.is_file() else {}
+    return [{**r, "final_text": finals.get(r["id"], r["stage_one"]), "reference": reference(r["id"])}
+            for r in _jsonl(folder / "samples.jsonl.gz")]
 
 
 def reference(sid: str) -> str:
     """The human story of a test input: the world's own story, regenerated from its id, with names."""
     from eric.evaluate.io import deanonymize
-    from eric.world.generate import generate_story, story_index, story_rng
 
-    story = generate_story(story_rng(WORLD_SEED, story_index(sid)), sid, tuple(WORLD_CAST))
+    story = world_story(sid)
     text = "<sent> " + " <sent> ".join(story.units)
     return deanonymize(text, [{"placeholder": tag, "mention": name} for tag, name in story.mentions()])
 

@@ -48,19 +48,26 @@ def ensure_data(plan: dict) -> Path:
     return stage_runs.ensure_data(base_params(plan), RUNS / "data")
 
 
-def run_params(plan: dict, arm: str, seed: int) -> tuple[Path, str]:
-    """The run's params file (written) and its variant."""
-    spec = plan["arms"][arm]
-    run = RUNS / arm / f"seed-{seed}"
+def write_params(plan: dict, run: Path, overrides: dict, folders: tuple[str, ...]) -> Path:
+    """`run`/params.yaml: the study's params, `overrides` (dotted keys), and the `train` folders
+    named in `folders` (out_dir, ...) under `run`."""
     params = base_params(plan)
-    for key, value in {**spec.get("set", {}), "seed": seed, "variants": [spec["variant"]]}.items():
+    for key, value in overrides.items():
         set_dotted(params, key, value)
-    for key in ("out_dir", "metrics_dir", "plots_dir", "checkpoint_dir", "targets_dir"):
+    for key in folders:
         params["train"][key] = str(run / key.removesuffix("_dir"))
     run.mkdir(parents=True, exist_ok=True)
     path = run / "params.yaml"
     path.write_text(yaml.safe_dump(params, sort_keys=False))
-    return path, spec["variant"]
+    return path
+
+
+def run_params(plan: dict, arm: str, seed: int) -> tuple[Path, str]:
+    """The run's params file (written) and its variant."""
+    spec = plan["arms"][arm]
+    overrides = {**spec.get("set", {}), "seed": seed, "variants": [spec["variant"]]}
+    folders = ("out_dir", "metrics_dir", "plots_dir", "checkpoint_dir", "targets_dir")
+    return write_params(plan, RUNS / arm / f"seed-{seed}", overrides, folders), spec["variant"]
 
 
 def train(plan: dict, arm: str, seed: int) -> Path:
@@ -84,15 +91,8 @@ def outputs(arm: str, seed: int | None = None) -> Path:
 def writer_params(plan: dict) -> Path:
     """The mention writer's run: the world's data, the plan's `writer` settings, its own folders."""
     spec, run = plan["writer"], RUNS / "writer"
-    params = base_params(plan)
-    for key, value in {**spec["set"], "seed": spec["seed"], "mentions.out_dir": str(run / "model")}.items():
-        set_dotted(params, key, value)
-    for key in ("metrics_dir", "plots_dir", "checkpoint_dir"):
-        params["train"][key] = str(run / key.removesuffix("_dir"))
-    run.mkdir(parents=True, exist_ok=True)
-    path = run / "params.yaml"
-    path.write_text(yaml.safe_dump(params, sort_keys=False))
-    return path
+    overrides = {**spec["set"], "seed": spec["seed"], "mentions.out_dir": str(run / "model")}
+    return write_params(plan, run, overrides, ("metrics_dir", "plots_dir", "checkpoint_dir"))
 
 
 def train_writer(plan: dict) -> Path:
