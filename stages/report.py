@@ -53,22 +53,28 @@ def collect(params: Params):
             usage[variant] = read_usage(folder / "state_usage.csv")
         if (folder / "state_transitions.csv").is_file():
             transitions[variant] = read_transitions(folder / "state_transitions.csv")
-    truth = truth_metrics(params)
+    samples = read_variant_samples(params)  # read once: the Truth row and the case study
+    truth = truth_metrics(params, samples)
     humaneval = read_scores(scores_dir(params))  # eric humaneval score, when a study was scored
     trained = training_metrics(params)
     return ReportInputs(metrics, truth, coherence, usage, about(params, metrics, truth, trained),
-                        transitions=transitions, humaneval=humaneval, training=trained, cases=case_study(params),
-                        explorers=explorers(params))
+                        transitions=transitions, humaneval=humaneval, training=trained,
+                        cases=case_study(params, samples), explorers=explorers(params))
 
 
-def case_study(params: Params) -> list:
-    """`evaluate.case_studies` test inputs every variant sampled, side by side (seeded choice)."""
-    from eric.evaluate.case_study import build_cases
+def read_variant_samples(params: Params) -> dict[str, list[dict]]:
+    """variant -> its sample rows (outputs/samples/<variant>.parquet), for the variants sampled."""
     from eric.generate.schema import read_samples
 
     folder = resolve_path(params.sample.out_dir)
-    samples = {v: read_samples(folder / f"{v}.parquet") for v in params.variants
-               if (folder / f"{v}.parquet").is_file()}
+    return {v: read_samples(folder / f"{v}.parquet") for v in params.variants if (folder / f"{v}.parquet").is_file()}
+
+
+def case_study(params: Params, samples: dict[str, list[dict]] | None = None) -> list:
+    """`evaluate.case_studies` test inputs every variant sampled, side by side (seeded choice)."""
+    from eric.evaluate.case_study import build_cases
+
+    samples = read_variant_samples(params) if samples is None else samples
     e = params.evaluate
     return build_cases(samples, e.case_studies, params.seed, world=params.corpus.kind == "world",
                        max_units=e.max_units)
@@ -83,15 +89,13 @@ def explorers(params: Params) -> dict[str, str]:
     return {v: Path(os.path.relpath(page, report)).as_posix() for v, page in pages.items() if page.is_file()}
 
 
-def truth_metrics(params: Params) -> dict | None:
+def truth_metrics(params: Params, samples: dict[str, list[dict]]) -> dict | None:
     """Reference-free metrics of the references the first variant was scored against."""
     from eric.evaluate.scoring import evaluate_texts
-    from eric.generate.schema import read_samples
 
-    path = resolve_path(params.sample.out_dir) / f"{params.variants[0]}.parquet"
-    if not path.is_file():
+    if params.variants[0] not in samples:
         return None
-    references = [r["reference"] for r in read_samples(path)]
+    references = [r["reference"] for r in samples[params.variants[0]]]
     if not references or not all(references):
         return None
     e = params.evaluate
