@@ -105,18 +105,13 @@ def summarize_checks(checks: list[dict]) -> dict:
             "clean_stories": total["clean"] / len(checks), "valid_stories": total["valid"] / len(checks)}
 
 
-def _device() -> str:
-    """Where the measurements run: the GPU when there is one, as the pipeline's sample and evaluate stages."""
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
 def load(model_dir: Path):
+    """The run's stage-one model, on the GPU when there is one (as the pipeline's stages)."""
     from eric.generate.loading import load_stage_one
+    from eric.train.runtime import device_kind
 
     with _LOADING:
-        return load_stage_one(model_dir, _device())
+        return load_stage_one(model_dir, device_kind())
 
 
 def write_stage_one(model_dir: Path, params, rows: list[dict]) -> list[str]:
@@ -159,9 +154,10 @@ def name_counts(scene: str, stage_one: str, final: str, max_units: int) -> dict:
 
 def load_writer(writer_dir: Path):
     from eric.generate.loading import load_mentions
+    from eric.train.runtime import device_kind
 
     with _LOADING:
-        return load_mentions(writer_dir, _device())
+        return load_mentions(writer_dir, device_kind())
 
 
 def write_finals(writer_dir: Path, params, scenes: list[str], texts: list[str]) -> list[tuple[str, str]]:
