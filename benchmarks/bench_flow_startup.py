@@ -66,21 +66,28 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_server(home: Path, env: dict[str, str]) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-        env=dict(env, PREFECT_HOME=str(home)), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )  # fmt: skip
-    api = f"http://127.0.0.1:{port}/api"
-    for _ in range(300):
-        try:
-            urllib.request.urlopen(f"{api}/health", timeout=2)
-            return proc, api
-        except OSError:
-            time.sleep(1)
-    raise SystemExit("prefect server did not become healthy in 300 s")
+def start_server(home: Path, env: dict[str, str], tries: int = 3) -> tuple[subprocess.Popen, str]:
+    """A Prefect server on a free port; a fresh port again when ours was taken before the
+    server bound it (the server exits; a health answer counts only while ours runs)."""
+    for _ in range(tries):
+        port = free_port()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+            env=dict(env, PREFECT_HOME=str(home)), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )  # fmt: skip
+        api = f"http://127.0.0.1:{port}/api"
+        for _ in range(300):
+            if proc.poll() is not None:
+                break
+            try:
+                urllib.request.urlopen(f"{api}/health", timeout=2)
+                return proc, api
+            except OSError:
+                time.sleep(1)
+        else:
+            raise SystemExit("prefect server did not become healthy in 300 s")
+    raise SystemExit(f"prefect server exited at start {tries} times (ports taken?)")
 
 
 def main() -> None:

@@ -58,20 +58,28 @@ launch() {
 
 wait_http() {
   local name=$1 url=$2 waited=0
-  until "$PY" -c "import sys,urllib.request; urllib.request.urlopen(sys.argv[1], timeout=2)" "$url" 2>/dev/null; do
+  while true; do  # ours must still run when the URL answers (a server that lost its port exits)
     if ! running "$name" "$3"; then
       echo "services: $name exited; last lines of $STATE/logs/$name.log:" >&2
       tail -n 5 "$STATE/logs/$name.log" >&2; return 1
     fi
+    "$PY" -c "import sys,urllib.request; urllib.request.urlopen(sys.argv[1], timeout=2)" "$url" 2>/dev/null && break
     [ "$waited" -ge "$TIMEOUT" ] && { echo "services: $name not healthy after ${TIMEOUT}s ($url)" >&2; return 1; }
     sleep 1; waited=$((waited + 1))
   done
   echo "$name ready after ${waited}s: $url"
 }
 
+# A port someone else holds would answer our health check with their server: refuse it.
+port_free() {
+  "$PY" -c "import socket,sys; s=socket.socket(); s.bind(('127.0.0.1', int(sys.argv[1]))); s.close()" "$1" 2>/dev/null && return
+  echo "services: port $1 is in use on 127.0.0.1 (set $2 to another port)" >&2; return 1
+}
+
 # Launch both servers first, then wait: their start-ups overlap.
 launch_mlflow() {
   running mlflow mlflow && return
+  port_free "$MLFLOW_PORT" ERIC_MLFLOW_PORT || return 3
   mkdir -p "$STATE/mlflow/artifacts"
   launch mlflow "$PY" -m mlflow server --host 127.0.0.1 --port "$MLFLOW_PORT" --workers 1 \
     --backend-store-uri "sqlite:///$STATE/mlflow/mlflow.db" --artifacts-destination "$STATE/mlflow/artifacts"
@@ -79,13 +87,14 @@ launch_mlflow() {
 
 launch_prefect() {
   running prefect-server prefect && return
+  port_free "$PREFECT_PORT" ERIC_PREFECT_PORT || return 3
   mkdir -p "$PREFECT_HOME"
   launch prefect-server "$PY" -m prefect server start --host 127.0.0.1 --port "$PREFECT_PORT"
 }
 
 start_servers() {
-  launch_mlflow
-  launch_prefect
+  launch_mlflow || return
+  launch_prefect || return
   wait_http mlflow "$MLFLOW_URL/health" mlflow
   wait_http prefect-server "$PREFECT_URL/health" prefect
   "$PY" -m prefect work-pool create "$POOL" --type process --overwrite >/dev/null

@@ -1,10 +1,13 @@
 """Tests in a shuffled order (`--random-order SEED`, or `random` for a new seed, printed in the
-header): test files in a shuffled order, and the tests of each file shuffled too, so a test
+header; `off` for the files' own order): test files in a shuffled order, and the tests of each file shuffled too, so a test
 that needs another test's files or state fails. pytest-randomly does this; it is not in this
 project's offline package index, so the few lines it needs live here.
 
     python -m pytest --random-order random      # a new order; the header prints its seed
     python -m pytest --random-order 123456      # that order again
+    python -m pytest --random-order off         # the files' own order
+
+pyproject's addopts shuffle every run (as pytest-randomly does), CI's included.
 """
 
 from __future__ import annotations
@@ -20,14 +23,14 @@ SEED = pytest.StashKey[str]()
 def pytest_addoption(parser):
     parser.addoption("--random-order", metavar="SEED", default=os.environ.get("ERIC_TEST_ORDER"),
                      help="shuffle files and the tests within each with SEED ('random': a new seed, printed); "
-                          "default: $ERIC_TEST_ORDER, else the files' own order")
+                          "'off': the files' own order; default: $ERIC_TEST_ORDER, else the files' own order")
 
 
 def pytest_configure(config):
     seed = config.getoption("--random-order")
     if seed == "random":
         seed = str(random.SystemRandom().randrange(1_000_000))
-    if seed:
+    if seed and seed != "off":
         config.stash[SEED] = seed
 
 

@@ -29,3 +29,8 @@ def test_a_seed_gives_one_shuffled_order_with_every_test_and_files_together(tmp_
     assert "shuffled with seed 7" in _run(tmp_path, "--random-order", "7", "-q")
     files = [name[5] for name in first]  # test_a3 -> "a"
     assert [f for k, f in enumerate(files) if k == 0 or files[k - 1] != f] == sorted(set(files), key=files.index)
+
+
+def test_off_keeps_the_files_own_order(tmp_path):
+    assert _collected(tmp_path, "--random-order", "off") == _collected(tmp_path)
+    assert "shuffled" not in _run(tmp_path, "--random-order", "off", "-q")

@@ -75,6 +75,8 @@ def torchrun_local(nodes: int = 2, timeout: float = 300) -> list[str]:
     agents = [subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for _ in range(nodes)]
     try:
         outputs = [agent.communicate(timeout=timeout)[0] for agent in agents]
+    except subprocess.TimeoutExpired:  # e.g. another process took the port first: c10d then waits on it as a client
+        raise CheckError(f"torchrun: the agents did not finish in {timeout:.0f} s (rendezvous {endpoint}; is that port taken?)") from None
     finally:
         for agent in agents:
             if agent.poll() is None:

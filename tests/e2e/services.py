@@ -46,24 +46,40 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+# What infra/services.sh says when a port was taken between free_port() and the server's bind.
+PORT_TAKEN = ("is in use on 127.0.0.1", "address already in use")
+
+
 class Services:
     """infra/services.sh of the copy, on free ports, state under base/services."""
 
     def __init__(self, root: Path, base: Path):
         self.root, self.state = root, base / "services"
-        self.prefect_port, self.mlflow_port = free_port(), free_port()
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "MLFLOW_"))}
-        env.update(
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "MLFLOW_"))}
+        self.env.update(
             ERIC_PYTHON=sys.executable,
-            ERIC_PREFECT_PORT=str(self.prefect_port),
-            ERIC_MLFLOW_PORT=str(self.mlflow_port),
             ERIC_SERVICES_DIR=str(self.state),
             ERIC_START_TIMEOUT="240",
             PREFECT_WORKER_QUERY_SECONDS="2",
         )
-        self.env = env
-        self.prefect_api = f"http://127.0.0.1:{self.prefect_port}/api"
-        self.mlflow_url = f"http://127.0.0.1:{self.mlflow_port}"
+        self.use_ports(free_port(), free_port())
+
+    def use_ports(self, prefect_port: int, mlflow_port: int) -> None:
+        self.prefect_port, self.mlflow_port = prefect_port, mlflow_port
+        self.env.update(ERIC_PREFECT_PORT=str(prefect_port), ERIC_MLFLOW_PORT=str(mlflow_port))
+        self.prefect_api = f"http://127.0.0.1:{prefect_port}/api"
+        self.mlflow_url = f"http://127.0.0.1:{mlflow_port}"
+
+    def start(self, tries: int = 3) -> subprocess.CompletedProcess:
+        """`start`, on fresh ports again when another process took ours before the server bound
+        it (the script refuses a busy port, and a server that loses the race exits)."""
+        for _ in range(tries):
+            started = self.script("start")
+            if started.returncode == 0 or not any(m in started.stderr.lower() for m in PORT_TAKEN):
+                return started
+            self.script("stop", timeout=120)
+            self.use_ports(free_port(), free_port())
+        return started
 
     def script(self, action: str, timeout: float = 300) -> subprocess.CompletedProcess:
         return subprocess.run(

@@ -29,7 +29,7 @@ def deployed(tmp_path_factory):
     services = Services(root, base)
     services.status_before = git_status(root)
     try:
-        started = services.script("start")
+        started = services.start()
         assert started.returncode == 0, started.stderr[-2000:]
         deployed = services.script("deploy")
         assert deployed.returncode == 0, deployed.stdout[-2000:] + deployed.stderr[-2000:]

@@ -67,8 +67,9 @@ def test_total_loss_weighs_the_separate_terms():
 
 def test_entropy_penalty_joins_the_total_with_its_weight():
     batch = make_batch()
-    out = tiny_model(entropy_weight=0.3)(**batch)
-    assert out.state_entropy_loss is not None and float(out.state_entropy_loss) >= 0
+    model = tiny_model(entropy_weight=0.3)
+    out = model(**batch)
+    assert 0 < out.state_entropy_loss.item() <= math.log(model.config.num_states)  # log K - H, H < log K
     total = out.lm_loss + out.entity_loss + out.contrastive_loss + 0.3 * out.state_entropy_loss
     assert torch.allclose(out.loss, total)
     assert tiny_model()(**batch).state_entropy_loss is None  # off by default (the paper has none)

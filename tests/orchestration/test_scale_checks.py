@@ -53,3 +53,16 @@ def test_a_template_with_an_undeclared_variable_is_rejected(tmp_path):
     broken.write_text(json.dumps(spec))
     with pytest.raises(ValueError, match="undeclared variable"):
         work_pool_template(broken)
+
+
+def test_torchrun_on_a_taken_rendezvous_port_fails_with_one_line(monkeypatch):
+    import socket
+
+    import check
+
+    with socket.socket() as held:  # a listener that is not a c10d store: the agents wait on it
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        monkeypatch.setattr(check, "_free_port", lambda: held.getsockname()[1])
+        with pytest.raises(CheckError, match=r"did not finish in 5 s \(rendezvous 127\.0\.0\.1:\d+; is that port taken\?\)"):
+            torchrun_local(nodes=2, timeout=5)
