@@ -97,6 +97,7 @@ class EvaluateParams(Section):
     metrics_dir: str = "metrics/evaluate"  # <variant>.json
     analysis_dir: str = "outputs/analysis"  # <variant>/coherence.csv, state_usage.csv, state_explorer.html
     report_dir: str = "reports"  # results.md/.html, coherence.png, state_usage.png
+    headline_dir: str = "metrics/headline"  # <variant>.json: the ~15 figures DVC shows as metrics
     case_studies: int = Field(3, ge=0)  # test inputs shown side by side in the report (seeded choice)
 
 

@@ -23,13 +23,13 @@ import shutil
 import sys
 from pathlib import Path
 
-import review
+from eric import review
 
 ROOT = Path(__file__).resolve().parent.parent
 PIPELINE = "tags.`eric.role` = 'pipeline'"
 VARIANT = "tags.`eric.role` = 'variant'"
 TABLE2 = ("B-1", "B-2", "MSJ-1", "MSJ-2", "MAUVE", "Rpt-16", "Rpt-32", "Rpt-64", "D-3", "D-4", "Zipf", "Len")
-# metric of a variant run -> column heading (flows/review.py names them)
+# metric of a variant run -> column heading (eric/review.py names them)
 COLUMNS = {
     **{f"evaluate.{name}": name for name in TABLE2},
     "evaluate.mention_control": "Mention ctl",

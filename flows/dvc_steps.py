@@ -17,7 +17,6 @@ outputs - metrics, reports - before the flow can read them.)
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import re
 import shutil
@@ -222,15 +221,3 @@ def keep_outputs(checkout: Path, metric_paths: list[str], dest: Path) -> list[st
             shutil.copy2(src, dest / rel)
             kept.append(rel)
     return kept
-
-
-def read_metrics(root: Path, env: dict[str, str]) -> dict[str, dict]:
-    """The metrics files of a checkout (`root`), as declared in dvc.yaml: {path: values}."""
-    done = subprocess.run(
-        [*DVC, "metrics", "show", "--json"], cwd=root, env=env, capture_output=True, text=True, check=False
-    )
-    if done.returncode != 0:
-        raise PipelineError(f"dvc metrics show failed: {done.stderr.strip().splitlines()[-1:]}")
-    shown = json.loads(done.stdout or "{}")
-    files = next(iter(shown.values()), {}).get("data", {}) if shown else {}
-    return {path: entry["data"] for path, entry in files.items() if isinstance(entry.get("data"), dict)}

@@ -31,7 +31,7 @@ os.environ.setdefault("PREFECT_API_BLOCKS_REGISTER_ON_START", "false")
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("DO_NOT_TRACK", "1")
 
-import review  # noqa: E402
+from eric import review  # noqa: E402
 from dvc_steps import (  # noqa: E402
     DELETE,
     DvcLockBusy,
@@ -43,7 +43,6 @@ from dvc_steps import (  # noqa: E402
     isolated_checkout,
     keep_outputs,
     one_experiment_at_a_time,
-    read_metrics,
     read_params,
     remove_checkout,
     run_streaming,
@@ -167,14 +166,6 @@ def mlflow_experiment(params: dict, overrides: dict[str, Any]) -> str:
     return str(overrides.get("corpus.name") or (params.get("corpus") or {}).get("name") or "eric")
 
 
-def _metrics_or_none(root: Path, env: dict[str, str]) -> dict[str, dict]:
-    try:
-        return read_metrics(root, env)
-    except PipelineError as exc:
-        get_run_logger().warning("%s", exc)
-        return {}
-
-
 def stage_env(uri: str, experiment: str, parent_run: str, checkout: Path) -> dict[str, str]:
     """What every stage inherits: this flow's Prefect server and MLflow run, the
     checkout's own `eric` (never the workspace's: its relative paths would write there)."""
@@ -244,7 +235,7 @@ def pipeline(
         ok = True
     finally:  # a failed execution is recorded too, with whatever metrics exist
         try:
-            report["metrics"] = _metrics_or_none(checkout, env)
+            report["metrics"] = review.read_results(checkout, effective)
             if keep and ok:
                 report["kept"] = keep_outputs(checkout, list(report["metrics"]), Path(keep))
             report["variant_runs"] = close_run(

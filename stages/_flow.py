@@ -96,13 +96,26 @@ def stage_task(__fn: Callable | None = None, *, retries: int = 0, retry_delay_se
     return wrap(__fn) if __fn is not None else wrap
 
 
+def run_name(stage: str, parameters: dict[str, Any]) -> str:
+    """A stage's flow-run name, as DVC names the stage: `evaluate@eric`, `report`."""
+    variant = parameters.get("variant")
+    return f"{stage}@{variant}" if variant else stage
+
+
 def stage_flow(name: str, **kwargs: Any) -> Callable[[Callable], Flow]:
-    """Decorate a stage's `run`: the flow `stage-<name>`, results kept in memory only."""
+    """Decorate a stage's `run`: the flow `stage-<name>`, results kept in memory only,
+    each flow run named as DVC names the stage (run_name)."""
+
+    def current_run_name() -> str:
+        from prefect.runtime import flow_run
+
+        return run_name(name, flow_run.parameters)
 
     def wrap(fn: Callable) -> Flow:
         return flow(
             fn,
             name=f"stage-{name}",
+            flow_run_name=current_run_name,
             persist_result=False,
             validate_parameters=False,  # the stage validates params.yaml itself
             **kwargs,
@@ -189,6 +202,7 @@ def run_as_child(stage: Flow, parent_task_run_id: str, *args: Any) -> Any:
         parent = client.read_task_run(UUID(parent_task_run_id))
         flow_run = client.create_flow_run(
             flow=stage,
+            name=run_name(stage.name.removeprefix("stage-"), parameters),
             parameters=stage.serialize_parameters(parameters),
             state=Pending(),
             parent_task_run_id=parent.id,

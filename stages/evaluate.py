@@ -188,11 +188,12 @@ def log_to_mlflow(params: Params, variant: str, metrics: dict, artifacts: list[P
     from eric.tracking import find_run, start_run
 
     corpus = params.corpus.name
-    run_id = find_run(corpus, stage="train_stage_one", variant=variant)
-    numbers = flat_numbers(metrics)
-    with start_run(corpus, stage="evaluate", variant=variant, run_id=run_id,
-                   params=None if run_id else {"evaluate": params.evaluate.model_dump()}) as tracker:
-        tracker.log_metrics({f"eval.{k}": v for k, v in numbers.items()}, step=0)
+    trained = find_run(corpus, stage="train_stage_one", variant=variant)
+    # a run of its own (the training run ends when training does), linked to the training run
+    link = {"eric.train_run_id": trained} if trained else {}
+    with start_run(corpus, stage="evaluate", variant=variant, params={"evaluate": params.evaluate.model_dump()},
+                   tags=link) as tracker:
+        tracker.log_metrics({f"eval.{k}": v for k, v in flat_numbers(metrics).items()}, step=0)
         tracker.set_tags({"evaluate.featurizer": metrics.get("mauve_featurizer", "none"),
                           "evaluate.seed": str(params.evaluate.seed)})
         for artifact in artifacts:

@@ -7,7 +7,8 @@ Reads metrics/evaluate/<variant>.json and outputs/analysis/<variant>/ for the va
 in params.yaml, the references of outputs/samples/<first variant>.parquet (Truth: the
 reference-free metrics of the human texts), metrics/train/<variant>.json (budget) and the
 scored human-evaluation studies in metrics/humaneval/ (Table 3; `eric humaneval score`).
-Writes reports/results.md, results.html, coherence.png, state_usage.png and logs them,
+Writes reports/results.md, results.html, coherence.png, state_usage.png, the headline
+figures metrics/headline/<variant>.json (the pipeline's DVC metrics) and logs them,
 with every variant's numbers, to an MLflow run (stage `report`). A Prefect flow.
 """
 
@@ -149,9 +150,11 @@ def budget(params: Params, trained: dict[str, dict] | None = None) -> str:
 
 @stage_task
 def write(params: Params, inputs) -> dict[str, Path]:
+    from eric.evaluate.headline import write_headlines
     from eric.evaluate.report import write_report
 
     paths = write_report(inputs, resolve_path(params.evaluate.report_dir))
+    write_headlines(resolve_path(params.evaluate.headline_dir), inputs.metrics, inputs.training)
     print(paths["markdown"].read_text())
     return paths
 

@@ -103,15 +103,18 @@ def test_metrics_go_to_the_variants_mlflow_run(pipeline, tmp_path, monkeypatch):
     for variant in ("eric", "bart"):
         evaluate_stage.save.fn(params, variant, metrics[variant])
     client = MlflowClient(uri)
-    logged = client.get_run(train_run).data.metrics
+    eric_run = client.get_run(find_run(corpus, stage="evaluate", variant="eric"))  # a run of its own
+    assert eric_run.info.run_id != train_run and eric_run.data.tags["eric.train_run_id"] == train_run
+    logged = eric_run.data.metrics
     assert logged["eval.Rpt-16"] == pytest.approx(metrics["eric"]["Rpt-16"])
     assert logged["eval.coherence.eric_random_states.accuracy"] == pytest.approx(
         metrics["eric"]["coherence"]["eric (random states)"]["accuracy"])
-    assert "eval.states_used" in logged and client.get_run(train_run).info.status == "FINISHED"
-    artifacts = {a.path for a in client.list_artifacts(train_run)}
+    assert "eval.states_used" in logged and eric_run.info.status == "FINISHED"
+    assert client.get_run(train_run).data.metrics == {}  # the training run is left as training ended it
+    artifacts = {a.path for a in client.list_artifacts(eric_run.info.run_id)}
     assert {"eric.json", "coherence.csv", "state_usage.csv", "state_explorer.html"} <= artifacts
-    bart_run = find_run(corpus, stage="evaluate", variant="bart")  # no training run: its own
-    assert "eval.D-4" in client.get_run(bart_run).data.metrics
+    bart_run = client.get_run(find_run(corpus, stage="evaluate", variant="bart"))  # no training run: no link
+    assert "eval.D-4" in bart_run.data.metrics and "eric.train_run_id" not in bart_run.data.tags
 
     report_stage.log.fn(params, report_stage.collect.fn(params), paths)
     report_run = client.get_run(find_run(corpus, stage="report", variant="all"))

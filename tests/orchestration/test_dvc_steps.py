@@ -23,7 +23,6 @@ from dvc_steps import (
     isolated_checkout,
     keep_outputs,
     one_experiment_at_a_time,
-    read_metrics,
     remove_checkout,
     run_streaming,
 )
@@ -151,19 +150,6 @@ def test_a_busy_lock_is_its_own_retryable_error(tmp_path):
     code = "import sys; print('ERROR: Unable to acquire lock. Most likely another DVC process is running'); sys.exit(1)"
     with pytest.raises(DvcLockBusy):
         run_streaming(_python(code), tmp_path, dict(os.environ), lambda line: None)
-
-
-def test_read_metrics_reads_the_files_dvc_yaml_declares(tmp_path):
-    env = dict(os.environ, DVC_NO_ANALYTICS="1")
-    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
-    subprocess.run([sys.executable, "-m", "dvc", "init", "-q"], cwd=tmp_path, env=env, check=True)
-    (tmp_path / "dvc.yaml").write_text(
-        "stages:\n  eval:\n    cmd: 'true'\n    metrics:\n      - metrics/eric/eval.json:\n          cache: false\n"
-    )
-    (tmp_path / "metrics" / "eric").mkdir(parents=True)
-    (tmp_path / "metrics" / "eric" / "eval.json").write_text(json.dumps({"bleu": 2.5, "n": {"k": 1}}))
-    (tmp_path / "undeclared.json").write_text(json.dumps({"x": 1}))
-    assert read_metrics(tmp_path, env) == {"metrics/eric/eval.json": {"bleu": 2.5, "n": {"k": 1}}}
 
 
 def test_a_study_keeps_the_metrics_report_and_lock_of_an_execution(tmp_path):

@@ -1,4 +1,4 @@
-"""flows/review.py: one MLflow parent run per execution, one child per variant."""
+"""eric/review.py: one MLflow parent run per execution, one child per variant."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 from mlflow import MlflowClient
-from review import (
+from eric.review import (
     aligned,
     close_pipeline_run,
     flatten,
@@ -202,7 +202,97 @@ def test_compare_prints_table_two_of_the_latest_execution(store):
 
 def test_metric_names_are_made_safe_for_mlflow():
     # the evaluate stage names the random-state coherence "eric (random states)"
-    from review import numeric
+    from eric.review import numeric
 
     safe = numeric({"evaluate.coherence.eric (random states).cases": 3, "train.val-loss": 1.5, "text": "x"})
     assert safe == {"evaluate.coherence.eric _random states_.cases": 3.0, "train.val-loss": 1.5}
+
+
+def _repro_outputs(root, run_id):
+    """What a plain `dvc repro` leaves for the review stage (PARAMS' variants)."""
+    import json
+
+    files = {
+        "metrics/headline/eric.json": {"B-1": 3.0, "States": 9},
+        "metrics/headline/no_states.json": {"B-1": 2.0, "States": None},
+        "metrics/train/eric.json": {"stage": "train_stage_one", "final_val_lm_loss": 5.5, "mlflow_run_id": run_id},
+        "metrics/evaluate/eric.json": {"B-1": 3.0, "coherence": {"eric": {"accuracy": 0.4}}},
+        "data/processed/stats.json": {"examples_out": 40},
+        "metrics/evaluate/broken.json": None,  # not JSON: left out
+    }
+    for rel, values in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text("{" if values is None else json.dumps(values))
+    (root / "reports").mkdir()
+    (root / "reports" / "results.md").write_text("| Model |")
+    (root / "models" / "stage_one" / "eric").mkdir(parents=True)
+    (root / "models" / "stage_one" / "eric" / "config.json").write_text("{}")
+
+
+REPRO_PARAMS = {**PARAMS, "evaluate": {"headline_dir": "metrics/headline", "metrics_dir": "metrics/evaluate"},
+                "train": {**PARAMS["train"], "metrics_dir": "metrics/train"}, "preprocess": {"out_dir": "data/processed"}}
+
+
+def test_read_results_reads_the_headline_and_the_full_figures(tmp_path):
+    from eric.review import read_results
+
+    _repro_outputs(tmp_path, "r1")
+    found = read_results(tmp_path, REPRO_PARAMS)
+    assert sorted(found) == ["data/processed/stats.json", "metrics/evaluate/eric.json", "metrics/headline/eric.json",
+                             "metrics/headline/no_states.json", "metrics/train/eric.json"]
+    assert found["metrics/headline/no_states.json"] == {"B-1": 2.0, "States": None}
+
+
+def test_a_plain_repro_gets_the_pipeline_structure_and_nests_its_own_stage_runs(store, monkeypatch, tmp_path):
+    """What `dvc repro`'s review stage records: the same layout as a flow execution."""
+    from eric import tracking
+    from eric.review import record_repro
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", store)
+    monkeypatch.delenv("ERIC_PARENT_RUN_ID", raising=False)
+    experiment = PARAMS["corpus"]["name"]
+    old = tracking.start_run(experiment, stage="evaluate", variant="eric")  # an earlier repro's, then re-run
+    old.finish()
+    train = tracking.start_run(experiment, stage="train_stage_one", variant="eric")
+    for step, loss in ((1, 3.0), (2, 2.5)):
+        train.log_metrics({"train_loss": loss}, step=step)
+    train.finish()
+    stage_runs = {key: tracking.start_run(experiment, stage=key[0], variant=key[1])
+                  for key in (("evaluate", "eric"), ("train_mentions", "mentions"), ("report", "all"))}  # fmt: skip
+    for tracker in stage_runs.values():
+        tracker.finish()
+    _repro_outputs(tmp_path, train.run_id)
+    git = {"git_commit": "abc1234def", "git_dirty": "false"}
+    first = record_repro(tmp_path, REPRO_PARAMS, store, git)
+
+    client = MlflowClient(store)
+    pipeline = client.get_run(first["run_id"])
+    assert pipeline.info.run_name == "pipeline dvc repro abc1234" and pipeline.data.tags["eric.role"] == "pipeline"
+    assert pipeline.data.tags["dvc.command"] == "dvc repro" and pipeline.data.tags["git_dirty"] == "false"
+    assert pipeline.data.metrics == {"stats.examples_out": 40.0}
+    assert {a.path for a in client.list_artifacts(first["run_id"])} == {"pipeline_report.json", "report"}
+    variants = first["variant_runs"]
+    assert set(variants) == {"eric", "no_states"}
+    eric = client.get_run(variants["eric"])
+    assert eric.data.metrics["headline.B-1"] == 3.0 and eric.data.metrics["train.final_val_lm_loss"] == 5.5
+    assert set(eric.data.metrics) == set(client.get_run(variants["no_states"]).data.metrics)
+    assert [(m.step, m.value) for m in client.get_metric_history(variants["eric"], "curve.train_loss")] == [(1, 3.0), (2, 2.5)]
+    (version,) = client.search_model_versions("name = 'c-eric'")
+    assert version.run_id == variants["eric"]
+    # this repro's stage runs nest: a variant's under its variant run, the shared ones under the pipeline run
+    parent_of = {run_id: client.get_run(run_id).data.tags["mlflow.parentRunId"] for run_id in first["adopted"]}
+    assert parent_of == {train.run_id: variants["eric"], stage_runs["evaluate", "eric"].run_id: variants["eric"],
+                         stage_runs["train_mentions", "mentions"].run_id: first["run_id"],
+                         stage_runs["report", "all"].run_id: first["run_id"]}
+    assert "mlflow.parentRunId" not in client.get_run(old.run_id).data.tags  # superseded: not this repro's
+
+    # a second repro in which DVC reran only the evaluation: training stays with the first
+    # execution, yet the new variant run still gets the curves of the run that made the model
+    again = tracking.start_run(experiment, stage="evaluate", variant="eric")
+    again.finish()
+    second = record_repro(tmp_path, REPRO_PARAMS, store, git)
+    assert second["adopted"] == [again.run_id]
+    assert client.get_run(train.run_id).data.tags["mlflow.parentRunId"] == variants["eric"]
+    history = client.get_metric_history(second["variant_runs"]["eric"], "curve.train_loss")
+    assert [(m.step, m.value) for m in history] == [(1, 3.0), (2, 2.5)]
+    assert len(client.search_model_versions("name = 'c-eric'")) == 2  # a version per execution

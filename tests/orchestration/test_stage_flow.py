@@ -42,6 +42,20 @@ def test_stage_flow_names_the_flow_and_keeps_the_function():
     assert run.fn("p.yaml") == {"path": "p.yaml", "doubled": 4}
 
 
+def test_a_stage_flow_run_is_named_as_dvc_names_the_stage(monkeypatch):
+    from prefect.runtime import flow_run
+
+    @stage_flow("evaluate")
+    def run(variant: str, params_path: str = "params.yaml") -> dict:
+        return {}
+
+    monkeypatch.setattr(flow_run, "parameters", {"variant": "eric", "params_path": "p.yaml"}, raising=False)
+    assert run.flow_run_name() == "evaluate@eric"
+    monkeypatch.setattr(flow_run, "parameters", {"params_path": "p.yaml"}, raising=False)
+    assert run.flow_run_name() == "evaluate"
+    assert _flow.run_name("report", {}) == "report" and _flow.run_name("sample", {"variant": "bart"}) == "sample@bart"
+
+
 def test_user_errors_are_not_retried_and_lose_their_traceback():
     quiet_user_errors(BadKnob)
     assert not _flow._retry_unless_user_error(double, None, Failed(data=BadKnob("x")))

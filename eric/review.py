@@ -219,7 +219,8 @@ def close_pipeline_run(
     client.log_dict(run_id, dict(report), "pipeline_report.json")
     if checkout is not None:
         log_report(client, run_id, checkout, params, variants)
-    curves = {v: stage_curves(client, exp_id, run_id, v) for v in variants}
+    trained = training_run_ids(metrics, variants)
+    curves = {v: stage_curves(client, exp_id, run_id, v, trained.get(v)) for v in variants}
     finals = aligned(per_variant)
     curve_names = sorted({k for c in curves.values() for k in c})
     for variant, child in variant_runs.items():
@@ -242,21 +243,37 @@ def _metric(key: str, value: float, step: int, timestamp: int | None = None):
     return Metric(key, value, timestamp or int(time.time() * 1000), step)
 
 
-def stage_curves(client, exp_id: str, pipeline_run: str, variant: str) -> dict[str, list]:
-    """The step metrics (loss curves, ...) the train_stage_one run of `variant` logged in
-    this execution, as `curve.<name>` histories."""
+def training_run_ids(metrics: Mapping[str, dict], variants: list[str]) -> dict[str, str]:
+    """variant -> the MLflow run that trained its model (metrics/train/<variant>.json records it)."""
+    found = {}
+    for path, values in metrics.items():
+        parts = PurePosixPath(path).with_suffix("").parts
+        if values.get("stage") == "train_stage_one" and parts[-1] in variants and values.get("mlflow_run_id"):
+            found[parts[-1]] = str(values["mlflow_run_id"])
+    return found
+
+
+def stage_curves(client, exp_id: str, pipeline_run: str, variant: str, trained: str | None = None) -> dict[str, list]:
+    """The step metrics (loss curves, ...) of the train_stage_one run of `variant`, as
+    `curve.<name>` histories: the run of this execution, else `trained` (the run that made
+    the model, when DVC skipped the training in this execution)."""
     runs = client.search_runs(
         [exp_id],
         f"tags.`eric.pipeline_run_id` = '{pipeline_run}' and tags.stage = 'train_stage_one' "
         f"and tags.variant = '{variant}'",
         order_by=["attributes.start_time DESC"], max_results=1,
     )  # fmt: skip
+    if not runs and trained:
+        try:
+            runs = [client.get_run(trained)]
+        except Exception:  # a run of another tracking store
+            runs = []
     if not runs:
         return {}
     run = runs[0]
     out = {}
     for key in run.data.metrics:
-        if key.startswith(("summary.", "eval.")):
+        if key.startswith("summary."):
             continue  # finals, logged from the DVC metrics files
         history = client.get_metric_history(run.info.run_id, key)
         out[f"curve.{key}"] = [_metric(f"curve.{key}", m.value, m.step, m.timestamp) for m in history]
@@ -305,3 +322,77 @@ def log_model(client, run_id: str, checkout: Path, params: Mapping[str, Any], va
     version = client.create_model_version(name, source, run_id=run_id, tags={"variant": variant})
     client.set_tag(run_id, "eric.registered_model", f"models:/{name}/{version.version}")
     return version
+
+
+# ---------------------------------------------------------------- after a plain `dvc repro`
+STAGE_ROLES = ("train_stage_one", "train_mentions", "evaluate", "report")  # the stages' own runs (eric/tracking.py)
+SHARED = ("mentions", "all")  # stage-run variants that belong to the pipeline, not to one variant
+
+
+def result_files(params: Mapping[str, Any]) -> list[str]:
+    """Every JSON a pipeline run writes for review, relative to the project: the headline
+    metrics DVC declares and the full figures beside them (train, evaluate, tokenizer,
+    preprocess statistics)."""
+    flat = flatten(params)
+    folders = [flat.get("evaluate.headline_dir"), flat.get("evaluate.metrics_dir"), flat.get("train.metrics_dir")]
+    files = [flat.get("tokenizer.metrics_path"), f"{flat.get('preprocess.out_dir') or 'data/processed'}/stats.json"]
+    return [str(x) for x in (*folders, *files) if x]
+
+
+def read_results(root: Path, params: Mapping[str, Any]) -> dict[str, dict]:
+    """{relative path: values} of result_files() that exist under `root` (the project or
+    an execution's checkout); a file that is not a JSON object is left out."""
+    import json
+
+    found: dict[str, dict] = {}
+    for rel in result_files(params):
+        path = root / rel
+        for file in sorted(path.glob("*.json")) if path.is_dir() else [path] if path.is_file() else []:
+            try:
+                values = json.loads(file.read_text())
+            except (OSError, ValueError):
+                continue
+            if isinstance(values, dict):
+                found[file.relative_to(root).as_posix()] = values
+    return found
+
+
+def adopt_stage_runs(client, exp_id: str, pipeline_run: str, variant_runs: Mapping[str, str]) -> list[str]:
+    """Nest the stage runs that no execution holds yet (those of this `dvc repro`: the
+    latest per stage and variant) under the new pipeline run's variant runs, or under the
+    pipeline run for the shared stages; stages DVC skipped keep the execution that ran them."""
+    runs = client.search_runs([exp_id], "tags.stage != 'pipeline'", order_by=["attributes.start_time DESC"],
+                              max_results=2000)  # fmt: skip
+    adopted, seen = [], set()
+    for run in runs:
+        tags = run.data.tags
+        key = (tags.get("stage"), tags.get("variant"))
+        if key[0] not in STAGE_ROLES or key in seen:
+            continue
+        seen.add(key)
+        if tags.get("eric.pipeline_run_id"):
+            continue  # its execution recorded it (a deployment, or an earlier repro)
+        parent = variant_runs.get(key[1], pipeline_run)
+        client.set_tag(run.info.run_id, "mlflow.parentRunId", parent)
+        client.set_tag(run.info.run_id, "eric.pipeline_run_id", pipeline_run)
+        adopted.append(run.info.run_id)
+    return adopted
+
+
+def record_repro(root: Path, params: Mapping[str, Any], uri: str, git: Mapping[str, str]) -> dict[str, Any]:
+    """The review of a plain `dvc repro`, as the pipeline flow records its executions: a
+    pipeline run with one run per variant (params, final metrics, curves, registered
+    model), the report as artifacts, and this repro's stage runs nested under them."""
+    from mlflow import MlflowClient
+
+    experiment = str((params.get("corpus") or {}).get("name") or "eric")
+    variants = variant_names(params)
+    commit = git.get("git_commit", "unknown")
+    tags = {"mlflow.source.git.commit": commit, "git_commit": commit, "git_dirty": git.get("git_dirty", "unknown"),
+            "mlflow.source.name": "dvc repro", "dvc.command": "dvc repro"}  # fmt: skip
+    exp_id, run_id, variant_runs = open_pipeline_run(uri, experiment, f"pipeline dvc repro {commit[:7]}", tags,
+                                                     params, variants)  # fmt: skip
+    adopted = adopt_stage_runs(MlflowClient(uri), exp_id, run_id, variant_runs)
+    summary = {"command": "dvc repro", "git": dict(git), "adopted_stage_runs": adopted}
+    close_pipeline_run(uri, exp_id, run_id, variant_runs, root, params, read_results(root, params), summary, ok=True)
+    return {"experiment_id": exp_id, "run_id": run_id, "variant_runs": dict(variant_runs), "adopted": adopted}
