@@ -232,7 +232,32 @@ def close_pipeline_run(
             log_model(client, child, checkout, params, variant, client.get_experiment(exp_id).name)
         client.set_terminated(child, "FINISHED" if ok else "FAILED")
     client.set_terminated(run_id, "FINISHED" if ok else "FAILED")
+    share_variant_view(client, exp_id, run_id)
     return dict(variant_runs)
+
+
+VIEW_KEY = "variants"  # MLflow's shared view: <ui>/#/experiments/<id>/runs?viewStateShareKey=variants
+VIEW_PARAMS = ("model.state_attention", "model.state", "model.entity", "model.size", "train.max_steps")
+
+
+def share_variant_view(client, exp_id: str, pipeline_run: str) -> None:
+    """The runs table a reviewer wants first, saved as MLflow's shared view `variants`:
+    variant runs only, the latest execution expanded, the headline figures and the
+    switches as columns (MLflow otherwise opens with no metric column and 150 to tick)."""
+    import json
+
+    from eric.evaluate.headline import HEADLINE_NAMES
+
+    columns = [f"metrics.`headline.{name}`" for name in HEADLINE_NAMES]
+    columns += [f"params.`{name}`" for name in VIEW_PARAMS]
+    state = {"searchFilter": "tags.`eric.role` = 'variant'", "orderByKey": "attributes.start_time",
+             "orderByAsc": False, "selectedColumns": columns, "columnOrder": columns,
+             "runsExpanded": {pipeline_run: True}}  # fmt: skip
+    client.set_experiment_tag(exp_id, f"mlflow.sharedViewState.{VIEW_KEY}", json.dumps(state))
+
+
+def view_url(ui: str, exp_id: str) -> str:
+    return f"{ui.rstrip('/')}/#/experiments/{exp_id}/runs?viewStateShareKey={VIEW_KEY}"
 
 
 def _metric(key: str, value: float, step: int, timestamp: int | None = None):
@@ -388,11 +413,14 @@ def record_repro(root: Path, params: Mapping[str, Any], uri: str, git: Mapping[s
     experiment = str((params.get("corpus") or {}).get("name") or "eric")
     variants = variant_names(params)
     commit = git.get("git_commit", "unknown")
+    dvc_experiment = os.environ.get("DVC_EXP_NAME")  # set by DVC for the stages of a `dvc exp run`
+    command = "dvc exp run" if dvc_experiment else "dvc repro"
     tags = {"mlflow.source.git.commit": commit, "git_commit": commit, "git_dirty": git.get("git_dirty", "unknown"),
-            "mlflow.source.name": "dvc repro", "dvc.command": "dvc repro"}  # fmt: skip
-    exp_id, run_id, variant_runs = open_pipeline_run(uri, experiment, f"pipeline dvc repro {commit[:7]}", tags,
-                                                     params, variants)  # fmt: skip
+            "mlflow.source.name": command, "dvc.command": command,
+            **({"dvc.experiment": dvc_experiment} if dvc_experiment else {})}  # fmt: skip
+    name = f"pipeline {command} {dvc_experiment or commit[:7]}"
+    exp_id, run_id, variant_runs = open_pipeline_run(uri, experiment, name, tags, params, variants)
     adopted = adopt_stage_runs(MlflowClient(uri), exp_id, run_id, variant_runs)
-    summary = {"command": "dvc repro", "git": dict(git), "adopted_stage_runs": adopted}
+    summary = {"command": command, "git": dict(git), "adopted_stage_runs": adopted}
     close_pipeline_run(uri, exp_id, run_id, variant_runs, root, params, read_results(root, params), summary, ok=True)
     return {"experiment_id": exp_id, "run_id": run_id, "variant_runs": dict(variant_runs), "adopted": adopted}

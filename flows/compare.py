@@ -7,8 +7,9 @@ Reads MLFLOW_TRACKING_URI (else the project's mlflow.db); the experiment default
 to params.yaml's corpus name. Rows: the variants of the latest pipeline execution
 (--run: of that one; --history: every variant run of the experiment, with its
 start). Columns: Table 2 (B-1 ... Len) and the analyses (mention control, states
-used, coherence with the model's and with random states, merge fallbacks), then
-the final validation loss; --all: every metric and the variant's params. The text
+used, coherence with the model's and with random states, merge fallbacks; shares in
+percent, as the report), then the final validation LM loss (comparable across models)
+and total loss (each model's own terms); --all: every metric and the variant's params. The text
 table fits the terminal (wider tables continue below, the variant column
 repeated); markdown and csv print every column on one row.
 """
@@ -38,8 +39,12 @@ COLUMNS = {
     "evaluate.coherence.random_states.accuracy": "Coh. (rand)",
     "evaluate.fallback.reused_last_share": "Reused mention",
     "evaluate.fallback.random_name_share": "Random name",
-    "train.final_val_loss": "Val loss",
+    "train.final_val_lm_loss": "Val LM loss",  # like with like: every model has an LM loss
+    "train.final_val_loss": "Val total loss",  # ERIC's adds L_E and L_CL; a baseline's its own terms
 }
+# shares stored as fractions, shown in percent as the report shows them
+PERCENT = ("evaluate.mention_control", "evaluate.coherence.model.accuracy", "evaluate.coherence.random_states.accuracy",
+           "evaluate.fallback.reused_last_share", "evaluate.fallback.random_name_share")
 MISSING = "–"
 
 
@@ -68,7 +73,8 @@ def variant_table(uri: str, experiment: str, parent: str | None = None, every: b
 def _latest_pipeline(client, experiment_id: str) -> str:
     runs = client.search_runs([experiment_id], PIPELINE, order_by=["attributes.start_time DESC"], max_results=1)
     if not runs:
-        raise CompareError("no pipeline run yet: run the pipeline flow or a deployment first")
+        raise CompareError("no pipeline run yet: run `dvc repro` (its review stage records one), the pipeline flow "
+                           "or a deployment first")
     return runs[0].info.run_id
 
 
@@ -93,7 +99,10 @@ def select(table, everything: bool):
     present = [c for c in COLUMNS if c in table.columns]
     if not present:
         raise CompareError("these variant runs have no Table-2 metrics (a failed execution?): try --all")
-    return table[present].rename(columns=COLUMNS)
+    shown = table[present].copy()
+    for column in (c for c in PERCENT if c in present):
+        shown[column] = 100 * shown[column]
+    return shown.rename(columns=COLUMNS)
 
 
 def cell(value) -> str:

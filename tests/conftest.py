@@ -13,7 +13,7 @@ import pytest
 
 from eric.config import PROJECT_ROOT, load_params
 
-pytest_plugins = ["tests.order"]  # --random-order SEED
+pytest_plugins = ["tests.order", "tests.guard"]  # --random-order SEED; the working tree left alone
 
 WIKIPLOTS_MINI = PROJECT_ROOT / "corpora" / "wikiplots-mini" / "plots.zip"  # the embedded default
 WIKIBIO_MINI = PROJECT_ROOT / "tests" / "fixtures" / "wikibio-25.jsonl.gz"  # 25 articles of the second corpus

@@ -48,7 +48,8 @@ def tiny_project(tmp_path_factory) -> Path:
                    "out_dir": str(root / "outputs" / "samples")},
         "evaluate": {"mauve": False, "analysis_batch_size": 8, "explorer_units_per_state": 3,
                      "metrics_dir": str(root / "metrics" / "evaluate"),
-                     "analysis_dir": str(root / "outputs" / "analysis"), "report_dir": str(root / "reports")},
+                     "analysis_dir": str(root / "outputs" / "analysis"), "report_dir": str(root / "reports"),
+                     "headline_dir": str(root / "metrics" / "headline")},
     }
     (root / "params.yaml").write_text(yaml.safe_dump(params))
     return root

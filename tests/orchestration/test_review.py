@@ -180,14 +180,20 @@ def test_compare_prints_table_two_of_the_latest_execution(store):
     uri = store
     for bleu in (1.0, 3.0):  # two executions; the latest wins
         metrics = {
-            "metrics/evaluate/eric.json": {"B-1": bleu, "D-4": 0.5, "states_used": 9, "extra": 1},
+            "metrics/evaluate/eric.json": {"B-1": bleu, "D-4": 0.5, "states_used": 9, "extra": 1,
+                                           "coherence": {"eric": {"accuracy": 0.432}}},
             "metrics/evaluate/no_states.json": {"B-1": bleu / 2, "D-4": 0.25, "extra": 2},
+            "metrics/train/eric.json": {"final_val_loss": 12.5, "final_val_lm_loss": 6.0},
+            "metrics/train/no_states.json": {"final_val_loss": 5.8, "final_val_lm_loss": 5.8},
         }
         _execution(uri, "eric-compare", metrics)
     table = variant_table(uri, "eric-compare")
     shown = select(table, everything=False)
-    assert list(shown.columns) == ["B-1", "D-4", "States used"]
+    assert list(shown.columns) == ["B-1", "D-4", "States used", "Coherence", "Val LM loss", "Val total loss"]
     assert shown["B-1"].to_dict() == {"eric": 3.0, "no_states": 1.5}
+    assert shown["Coherence"]["eric"] == pytest.approx(43.2)  # percent, as the report
+    assert shown["Val LM loss"].to_dict() == {"eric": 6.0, "no_states": 5.8}  # like with like
+    shown = shown[["B-1", "D-4", "States used"]]
     assert len(variant_table(uri, "eric-compare", every=True)) == 4
     assert "evaluate.extra" in select(variant_table(uri, "eric-compare", with_params=True), everything=True).columns
 
@@ -285,6 +291,13 @@ def test_a_plain_repro_gets_the_pipeline_structure_and_nests_its_own_stage_runs(
                          stage_runs["train_mentions", "mentions"].run_id: first["run_id"],
                          stage_runs["report", "all"].run_id: first["run_id"]}
     assert "mlflow.parentRunId" not in client.get_run(old.run_id).data.tags  # superseded: not this repro's
+    # MLflow's shared view `variants`: the variant runs, this execution expanded, the headline as columns
+    import json
+
+    view = json.loads(client.get_experiment(first["experiment_id"]).tags["mlflow.sharedViewState.variants"])
+    assert view["searchFilter"] == "tags.`eric.role` = 'variant'" and view["runsExpanded"] == {first["run_id"]: True}
+    assert view["selectedColumns"][:3] == ["metrics.`headline.B-1`", "metrics.`headline.B-2`", "metrics.`headline.MSJ-1`"]
+    assert "params.`model.state`" in view["selectedColumns"]
 
     # a second repro in which DVC reran only the evaluation: training stays with the first
     # execution, yet the new variant run still gets the curves of the run that made the model
@@ -296,3 +309,14 @@ def test_a_plain_repro_gets_the_pipeline_structure_and_nests_its_own_stage_runs(
     history = client.get_metric_history(second["variant_runs"]["eric"], "curve.train_loss")
     assert [(m.step, m.value) for m in history] == [(1, 3.0), (2, 2.5)]
     assert len(client.search_model_versions("name = 'c-eric'")) == 2  # a version per execution
+
+
+def test_a_dvc_experiment_is_named_after_it(store, monkeypatch, tmp_path):
+    from eric.review import record_repro
+
+    monkeypatch.setenv("DVC_EXP_NAME", "kaput-odor")  # what DVC sets for a `dvc exp run`'s stages
+    _repro_outputs(tmp_path, "none")
+    recorded = record_repro(tmp_path, {**REPRO_PARAMS, "corpus": {"name": "c-exp"}}, store, {"git_commit": "abc1234"})
+    run = MlflowClient(store).get_run(recorded["run_id"])
+    assert run.info.run_name == "pipeline dvc exp run kaput-odor"
+    assert run.data.tags["dvc.command"] == "dvc exp run" and run.data.tags["dvc.experiment"] == "kaput-odor"
