@@ -35,10 +35,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from eric.config import effective_recipe
+from eric.tracking import experiment_id, flatten, param_text
 
-PARAM_VALUE_LIMIT = 6000  # MLflow's limit on a param's value
 BATCH = 100  # MLflow takes at most 100 params per log_batch
-EXPERIMENT_KIND = {"mlflow.experimentKind": "custom_model_development"}  # MLflow 3: open in the runs view
 GIT_TAGS = ("mlflow.source.git.commit", "git_commit", "git_dirty", "mlflow.source.name")
 # What defines a variant run besides its model switches (model.variants.<name>.*):
 VARIANT_PARAMS = (
@@ -48,22 +47,6 @@ VARIANT_PARAMS = (
     "sample.num_inputs", "evaluate.mauve", "seed",
 )
 RANDOM_STATES = " (random states)"  # the evaluate stage's label of the random-state coherence
-
-
-def tracking_uri(root: Path) -> str:
-    """MLFLOW_TRACKING_URI, else the project's SQLite store (as eric/tracking.py)."""
-    return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{root / 'mlflow.db'}"
-
-
-def flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    flat: dict[str, Any] = {}
-    for key, value in tree.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, Mapping):
-            flat.update(flatten(value, f"{name}."))
-        else:
-            flat[name] = value
-    return flat
 
 
 _UNSAFE = re.compile(r"[^\w\-. /:]")  # MLflow names: alphanumerics, _ - . space / :
@@ -107,7 +90,7 @@ def split_by_variant(metrics: Mapping[str, dict], variants: list[str]) -> tuple[
 def _params(flat: Mapping[str, Any]) -> list:
     from mlflow.entities import Param
 
-    return [Param(k, str(v)[:PARAM_VALUE_LIMIT]) for k, v in flat.items()]
+    return [Param(k, param_text(v)) for k, v in flat.items()]
 
 
 def _metrics(values: Mapping[str, float]) -> list:
@@ -123,22 +106,6 @@ def _log(client, run_id: str, params: list | None = None, metrics: list | None =
     params, metrics = params or [], metrics or []
     for i in range(0, max(len(params), len(metrics)), BATCH):
         client.log_batch(run_id, params=params[i : i + BATCH], metrics=metrics[i : i + BATCH])
-
-
-def _experiment(client, name: str) -> str:
-    """The experiment's id, created (or tagged) so that MLflow 3 shows its runs table."""
-    found = client.get_experiment_by_name(name)
-    if found is None:
-        try:
-            return client.create_experiment(name, tags=EXPERIMENT_KIND)
-        except Exception:  # created meanwhile by a stage
-            found = client.get_experiment_by_name(name)
-            if found is None:
-                raise
-    for key, value in EXPERIMENT_KIND.items():
-        if found.tags.get(key) != value:
-            client.set_experiment_tag(found.experiment_id, key, value)
-    return found.experiment_id
 
 
 def variant_params(params: Mapping[str, Any], variant: str) -> dict[str, str]:
@@ -163,7 +130,7 @@ def open_pipeline_run(
     from mlflow import MlflowClient
 
     client = MlflowClient(uri)
-    exp_id = _experiment(client, experiment)
+    exp_id = experiment_id(client, experiment, uri)
     run = client.create_run(exp_id, run_name=name, tags={"eric.role": "pipeline", "stage": "pipeline", **tags})
     run_id = run.info.run_id
     inherited = {k: v for k, v in tags.items() if k in GIT_TAGS or k.startswith(("dvc.", "prefect."))}

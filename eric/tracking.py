@@ -23,7 +23,9 @@ from __future__ import annotations
 import os
 import subprocess
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from eric.config import PROJECT_ROOT
 
@@ -37,8 +39,9 @@ GIT_TAGS = ("git_commit", "git_dirty", "mlflow.source.git.commit")
 RUN_OUTPUTS = ("dvc.lock", "metrics", "plots", "reports", "data/processed/stats.json")  # committed, written by runs
 
 
-def tracking_uri() -> str:
-    return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{DEFAULT_DB}"
+def tracking_uri(root: Path = PROJECT_ROOT) -> str:
+    """MLFLOW_TRACKING_URI, else the SQLite store of the project at `root`."""
+    return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{root / DEFAULT_DB.name}"
 
 
 def _client():
@@ -67,24 +70,30 @@ def git_state(root: Path = PROJECT_ROOT) -> dict[str, str]:
             "git_dirty": "unknown" if dirty is None else str(bool(dirty)).lower()}
 
 
-def flatten(tree: dict, prefix: str = "") -> dict[str, str]:
-    """{'train': {'lr': 1e-4}} -> {'train.lr': '0.0001'} (MLflow params are flat strings)."""
-    flat: dict[str, str] = {}
+def flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """{'train': {'lr': 1e-4}} -> {'train.lr': 0.0001}: MLflow's names are flat."""
+    flat: dict[str, Any] = {}
     for key, value in tree.items():
         name = f"{prefix}{key}"
-        if isinstance(value, dict):
+        if isinstance(value, Mapping):
             flat.update(flatten(value, f"{name}."))
         else:
-            flat[name] = str(value)[:MAX_PARAM_CHARS]
+            flat[name] = value
     return flat
 
 
-def experiment_id(client, name: str) -> str:
-    """The experiment's id, created if needed; tagged so MLflow 3 shows its runs table."""
+def param_text(value: Any) -> str:
+    """A param's value as MLflow stores it: text, within its length limit."""
+    return str(value)[:MAX_PARAM_CHARS]
+
+
+def experiment_id(client, name: str, uri: str | None = None) -> str:
+    """The experiment's id in the store `uri` (default: tracking_uri()), created if needed;
+    tagged so MLflow 3 shows its runs table."""
     found = client.get_experiment_by_name(name)
     if found is None:
         location = None
-        if "MLFLOW_TRACKING_URI" not in os.environ:  # default store: artifacts beside the db
+        if (uri or tracking_uri()) == f"sqlite:///{DEFAULT_DB}":  # the project's store: artifacts beside the db
             location = (DEFAULT_ARTIFACTS / name).as_uri()
         try:
             return client.create_experiment(name, artifact_location=location, tags=EXPERIMENT_KIND)
@@ -136,7 +145,7 @@ class RunTracker:
     def log_params(self, params: dict) -> None:
         from mlflow.entities import Param
 
-        items = [Param(k, v) for k, v in flatten(params).items()]
+        items = [Param(k, param_text(v)) for k, v in flatten(params).items()]
         for i in range(0, len(items), 100):  # MLflow caps a batch at 100 params
             self.client.log_batch(self.run_id, params=items[i : i + 100])
 

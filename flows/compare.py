@@ -24,7 +24,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from eric import review
+from eric.tracking import tracking_uri
 
 ROOT = Path(__file__).resolve().parent.parent
 PIPELINE = "tags.`eric.role` = 'pipeline'"
@@ -174,7 +174,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--all", action="store_true", help="every metric and param, not just Table 2 and the analyses")
     parser.add_argument("--format", choices=("text", "markdown", "csv"), default="text")
     args = parser.parse_args(argv)
-    uri = review.tracking_uri(ROOT)
+    uri = tracking_uri(ROOT)
     try:
         experiment = args.experiment or _corpus_name()
         table = select(variant_table(uri, experiment, args.run, args.history, with_params=args.all), args.all)

@@ -170,8 +170,26 @@ def one_experiment_at_a_time(root: Path, log: Callable[[str], None]) -> Iterator
         yield
 
 
+# DVC lines that read otherwise than they mean inside an execution's own worktree
+EXPLAINED = {
+    "Experiment results have been applied to your workspace":
+        "(DVC means this execution's worktree, {cwd}: the project's workspace is left as it was)",
+    "No file hash info found for":
+        "(an output dvc.lock holds no hash for yet, e.g. a new one: the stage that writes it runs next)",
+}
+
+
+def explain(line: str, cwd: Path) -> str:
+    """`line`, with what it means here appended when DVC's wording would mislead."""
+    for start, note in EXPLAINED.items():
+        if start in line:
+            return f"{line} {note.format(cwd=cwd)}"
+    return line
+
+
 def run_streaming(args: list[str], cwd: Path, env: dict[str, str], log: Callable[[str], None]) -> str:
-    """Run `args`, passing each output line to `log`; return the output's tail."""
+    """Run `args`, passing each output line to `log` (explained where DVC's wording
+    misleads); return the output's tail."""
     tail: deque[str] = deque(maxlen=40)
     with subprocess.Popen(
         args, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace"
@@ -181,7 +199,7 @@ def run_streaming(args: list[str], cwd: Path, env: dict[str, str], log: Callable
             line = line.rstrip()
             if line.strip():
                 tail.append(line)
-                log(line)
+                log(explain(line, cwd))
         code = proc.wait()
     text = "\n".join(tail)
     if code != 0:

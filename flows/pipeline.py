@@ -32,6 +32,7 @@ os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("DO_NOT_TRACK", "1")
 
 from eric import review  # noqa: E402
+from eric.tracking import flatten, tracking_uri  # noqa: E402
 from dvc_steps import (  # noqa: E402
     DELETE,
     DvcLockBusy,
@@ -210,7 +211,7 @@ def pipeline(
     experiment = experiment or mlflow_experiment(params, merged)
     command = dvc_command(merged, exp_name, force)
     git = git_state(root)
-    uri = review.tracking_uri(root)
+    uri = tracking_uri(root)
     ctx = get_run_context()
     flow_run = ctx.flow_run
     tags = {
@@ -268,7 +269,7 @@ def effective_params(root: Path, overrides: dict[str, Any]) -> dict:
 def outside_paths(params: dict) -> list[str]:
     """Relative paths in the params that leave the project (../corpora/...): the
     execution's checkout links them (flows/dvc_steps.py)."""
-    return sorted({v for v in review.flatten(params).values() if isinstance(v, str) and v.startswith("../")})
+    return sorted({v for v in flatten(params).values() if isinstance(v, str) and v.startswith("../")})
 
 
 def _parse_args(argv: list[str]) -> dict[str, Any]:

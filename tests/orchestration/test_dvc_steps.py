@@ -195,3 +195,14 @@ def test_executions_of_one_project_run_their_experiments_one_at_a_time(tmp_path)
     a.join(10), b.join(10)
     assert events == ["first starts", "first ends", "second starts"]
     assert len(said) == 1 and "waiting for it to finish" in said[0]
+
+
+def test_misleading_dvc_lines_are_explained_in_the_log(tmp_path):
+    seen = []
+    code = ("print('Experiment results have been applied to your workspace.');"
+            "print(\"WARNING: No file hash info found for 'metrics/headline'. It won't be created.\"); print('Ran')")
+    run_streaming(_python(code), tmp_path, dict(os.environ), seen.append)
+    assert seen[0] == (f"Experiment results have been applied to your workspace. (DVC means this execution's "
+                       f"worktree, {tmp_path}: the project's workspace is left as it was)")
+    assert seen[1].endswith("(an output dvc.lock holds no hash for yet, e.g. a new one: the stage that writes it runs next)")
+    assert seen[2] == "Ran"

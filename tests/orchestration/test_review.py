@@ -13,10 +13,10 @@ from eric.review import (
     numeric,
     open_pipeline_run,
     split_by_variant,
-    tracking_uri,
     variant_names,
     variant_params,
 )
+from eric.tracking import tracking_uri
 
 METRICS = {
     "data/processed/stats.json": {"examples_out": 40, "corpus": "wikiplots-mini", "train": {"examples": 35}},

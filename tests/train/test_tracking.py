@@ -14,7 +14,8 @@ def test_default_store_is_the_project_sqlite_and_env_overrides(monkeypatch):
 
 def test_flatten_and_git_state():
     assert tracking.flatten({"train": {"lr": 1e-4, "epochs": 2}, "seed": 1}) == {
-        "train.lr": "0.0001", "train.epochs": "2", "seed": "1"}
+        "train.lr": 1e-4, "train.epochs": 2, "seed": 1}
+    assert tracking.param_text(1e-4) == "0.0001" and len(tracking.param_text("x" * 7000)) == tracking.MAX_PARAM_CHARS
     state = tracking.git_state()
     assert state["git_dirty"] in ("true", "false", "unknown")
     assert state["git_commit"] == "unknown" or len(state["git_commit"]) == 40
