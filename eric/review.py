@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -46,6 +47,7 @@ VARIANT_PARAMS = (
     "train.micro_batch_size", "train.grad_accum_steps", "train.lr", "train.max_train_examples",
     "sample.num_inputs", "evaluate.mauve", "seed",
 )
+EXECUTION_TAG = "eric.execution"  # on variant runs: their pipeline run's name and start
 RANDOM_STATES = " (random states)"  # the evaluate stage's label of the random-state coherence
 
 
@@ -94,8 +96,6 @@ def _params(flat: Mapping[str, Any]) -> list:
 
 
 def _metrics(values: Mapping[str, float]) -> list:
-    import time
-
     from mlflow.entities import Metric
 
     now = int(time.time() * 1000)
@@ -134,11 +134,12 @@ def open_pipeline_run(
     run = client.create_run(exp_id, run_name=name, tags={"eric.role": "pipeline", "stage": "pipeline", **tags})
     run_id = run.info.run_id
     inherited = {k: v for k, v in tags.items() if k in GIT_TAGS or k.startswith(("dvc.", "prefect."))}
+    execution = f"{name}, {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC"  # the shared view's group label
     children = {}
     for variant in variants:
         child_tags = {
             **inherited, "mlflow.parentRunId": run_id, "eric.role": "variant", "eric.variant": variant,
-            "variant": variant, "eric.pipeline_run_id": run_id,
+            "variant": variant, "eric.pipeline_run_id": run_id, EXECUTION_TAG: execution,
         }  # fmt: skip
         child = client.create_run(exp_id, run_name=variant, tags=child_tags)
         _log(client, child.info.run_id, _params(variant_params(params, variant)))
@@ -199,7 +200,7 @@ def close_pipeline_run(
             log_model(client, child, checkout, params, variant, client.get_experiment(exp_id).name)
         client.set_terminated(child, "FINISHED" if ok else "FAILED")
     client.set_terminated(run_id, "FINISHED" if ok else "FAILED")
-    share_variant_view(client, exp_id, run_id)
+    share_variant_view(client, exp_id)
     return dict(variant_runs)
 
 
@@ -207,10 +208,11 @@ VIEW_KEY = "variants"  # MLflow's shared view: <ui>/#/experiments/<id>/runs?view
 VIEW_PARAMS = ("model.state_attention", "model.state", "model.entity", "model.size", "train.max_steps")
 
 
-def share_variant_view(client, exp_id: str, pipeline_run: str) -> None:
+def share_variant_view(client, exp_id: str) -> None:
     """The runs table a reviewer wants first, saved as MLflow's shared view `variants`:
-    variant runs only, the latest execution expanded, the headline figures and the
-    switches as columns (MLflow otherwise opens with no metric column and 150 to tick)."""
+    the variant runs grouped by execution (newest first, rows side by side rather than
+    folded under their pipeline run), the headline figures and the switches as columns
+    (MLflow otherwise opens with no metric column and about 150 to tick)."""
     import json
 
     from eric.evaluate.headline import HEADLINE_NAMES
@@ -219,7 +221,7 @@ def share_variant_view(client, exp_id: str, pipeline_run: str) -> None:
     columns += [f"params.`{name}`" for name in VIEW_PARAMS]
     state = {"searchFilter": "tags.`eric.role` = 'variant'", "orderByKey": "attributes.start_time",
              "orderByAsc": False, "selectedColumns": columns, "columnOrder": columns,
-             "runsExpanded": {pipeline_run: True}}  # fmt: skip
+             "groupBy": {"aggregateFunction": "average", "groupByKeys": [{"mode": "tag", "groupByData": EXECUTION_TAG}]}}
     client.set_experiment_tag(exp_id, f"mlflow.sharedViewState.{VIEW_KEY}", json.dumps(state))
 
 
@@ -228,8 +230,6 @@ def view_url(ui: str, exp_id: str) -> str:
 
 
 def _metric(key: str, value: float, step: int, timestamp: int | None = None):
-    import time
-
     from mlflow.entities import Metric
 
     return Metric(key, value, timestamp or int(time.time() * 1000), step)

@@ -295,7 +295,9 @@ def test_a_plain_repro_gets_the_pipeline_structure_and_nests_its_own_stage_runs(
     import json
 
     view = json.loads(client.get_experiment(first["experiment_id"]).tags["mlflow.sharedViewState.variants"])
-    assert view["searchFilter"] == "tags.`eric.role` = 'variant'" and view["runsExpanded"] == {first["run_id"]: True}
+    assert view["searchFilter"] == "tags.`eric.role` = 'variant'"
+    assert view["groupBy"]["groupByKeys"] == [{"mode": "tag", "groupByData": "eric.execution"}]  # one group per execution
+    assert eric.data.tags["eric.execution"].startswith("pipeline dvc repro abc1234, ")
     assert view["selectedColumns"][:3] == ["metrics.`headline.B-1`", "metrics.`headline.B-2`", "metrics.`headline.MSJ-1`"]
     assert "params.`model.state`" in view["selectedColumns"]
 
