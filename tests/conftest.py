@@ -15,6 +15,17 @@ from eric.config import PROJECT_ROOT, load_params
 
 pytest_plugins = ["tests.order", "tests.guard"]  # --random-order SEED; the working tree left alone
 
+
+@pytest.fixture(autouse=True)
+def no_launcher_env_between_tests(monkeypatch):
+    """In-process training sets the launcher variables (MASTER_PORT, ...: eric/train/runtime.py);
+    left in os.environ, they would make a later test's child process take this process's port
+    for a launcher's. Each test starts without them and leaves none behind."""
+    from tests.e2e.services import LAUNCHER_ENV
+
+    for key in (*LAUNCHER_ENV, "ERIC_OWN_MASTER_PORT"):
+        monkeypatch.delenv(key, raising=False)
+
 WIKIPLOTS_MINI = PROJECT_ROOT / "corpora" / "wikiplots-mini" / "plots.zip"  # the embedded default
 WIKIBIO_MINI = PROJECT_ROOT / "tests" / "fixtures" / "wikibio-25.jsonl.gz"  # 25 articles of the second corpus
 

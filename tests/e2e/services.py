@@ -40,6 +40,17 @@ def copy_project(base: Path) -> Path:
     return root
 
 
+# what in-process training of an earlier test may leave in os.environ (eric/train/runtime.py): a
+# child would take MASTER_PORT for a launcher's and fail on the port this process still holds
+LAUNCHER_ENV = ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK")
+
+
+def clean_env() -> dict[str, str]:
+    """This process's environment without its services, its eric settings and launcher variables."""
+    return {k: v for k, v in os.environ.items()
+            if not k.startswith(("PREFECT_", "MLFLOW_", "ERIC_")) and k not in LAUNCHER_ENV}
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -55,7 +66,7 @@ class Services:
 
     def __init__(self, root: Path, base: Path):
         self.root, self.state = root, base / "services"
-        self.env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "MLFLOW_"))}
+        self.env = clean_env()
         self.env.update(
             ERIC_PYTHON=sys.executable,
             ERIC_SERVICES_DIR=str(self.state),

@@ -18,7 +18,7 @@ import yaml
 
 from eric.config import PROJECT_ROOT
 from tests.browser import headless_chromium, needs_browser
-from tests.e2e.services import GIT_ID, copy_project, free_port
+from tests.e2e.services import GIT_ID, clean_env, copy_project, free_port
 
 sys.path.insert(0, str(PROJECT_ROOT / "flows"))  # the flows' helpers, imported by bare name as flows do
 
@@ -34,7 +34,7 @@ def repro(tmp_path_factory):
     params = effective_params(root, profile_overrides("smoke"))
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     subprocess.run(["git", *GIT_ID, "commit", "-qam", "smoke profile"], cwd=root, check=True)  # a clone at smoke
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "MLFLOW_", "ERIC_"))}
+    env = clean_env()
     env.update(PATH=os.pathsep.join([os.path.dirname(sys.executable), env.get("PATH", "")]), COLUMNS=str(WIDTH),
                DVC_NO_ANALYTICS="1", OMP_NUM_THREADS="1")  # fmt: skip
     done = subprocess.run([sys.executable, "-m", "dvc", "repro"], cwd=root, env=env, capture_output=True, text=True,
