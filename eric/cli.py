@@ -48,8 +48,8 @@ def preprocess(
     """Corpus -> units -> anonymized stage-one/stage-two examples in Parquet.
 
     Path arguments are relative to the current folder; paths inside a params file
-    are relative to the project root."""
-    from eric.config import ParamsError, default_params, load_params
+    are relative to that file's folder."""
+    from eric.config import ParamsError, default_params, load_params_here
     from eric.data.errors import CorpusError, OutputError
     from eric.data.pipeline import run_preprocess
 
@@ -73,7 +73,7 @@ def preprocess(
     }
     try:
         if params is not None:
-            cfg = load_params(params, overrides)
+            cfg = load_params_here(params, overrides)
             protect = {"the params file": params}
         else:  # outside a project: defaults, their relative paths against the current folder
             defaults = default_params()
@@ -84,6 +84,7 @@ def preprocess(
     except (ParamsError, CorpusError, OutputError) as exc:
         _fail(str(exc))
     typer.echo(stats.summary())
+    typer.echo(f"wrote {cfg.preprocess.out_dir}")
 
 
 @app.command()
@@ -131,7 +132,9 @@ def sample(
                                             "without it every placeholder gets a training name"),
     names: Optional[Path] = typer.Option(None, help="stage_one .parquet whose mentions are the fallback names "
                                          "(default: the processed training split)"),
-    out: Path = typer.Option(Path("samples.parquet"), help="output Parquet (eric/generate/schema.py)"),
+    out: Path = typer.Option(Path("samples.parquet"), help="output Parquet (eric/generate/schema.py); an existing "
+                             "file is replaced only when `eric sample` wrote it, or with --overwrite"),
+    overwrite: bool = typer.Option(False, help="replace --out even when it is not an earlier `eric sample` output"),
     num_inputs: Optional[int] = typer.Option(None, help="only the first N inputs"),
     top_p: Optional[float] = typer.Option(None, help="override sample.top_p"),
     top_k: Optional[int] = typer.Option(None, help="override sample.top_k"),
@@ -145,6 +148,7 @@ def sample(
 ) -> None:
     """Sample stories from a trained model: stage one, stage two (with --mentions), merge."""
     from eric.config import ParamsError
+    from eric.data.errors import OutputError
     from eric.generate.command import load_settings, sample_file
     from eric.generate.errors import SampleError
 
@@ -153,12 +157,12 @@ def sample(
                  "seed": seed}
     try:
         settings = load_settings(params, {k: v for k, v in overrides.items() if v is not None})
-        rows = sample_file(model_dir, inputs, out, settings, mentions, names)
-    except (ParamsError, SampleError) as exc:
+        rows = sample_file(model_dir, inputs, out, settings, mentions, names, overwrite)
+    except (ParamsError, SampleError, OutputError) as exc:
         _fail(str(exc))
     for row in rows[:show]:
         typer.echo(f"[{row['id']}] {row['input']}\n  stage one: {row['stage_one']}\n  final: {row['final_text']}\n")
-    typer.echo(f"{len(rows)} stories -> {out}")
+    typer.echo(f"{len(rows)} stories -> {out.resolve()}")
 
 
 @app.command()

@@ -370,6 +370,31 @@ def load_params(path: str | Path | None = None, overrides: dict | None = None) -
         raise ParamsError(_format_error(exc, source)) from None
 
 
+PATH_KEYS = ("init", "pretrained", "feature_cache")  # path-valued settings whose names do not say so
+
+
+def _is_path_key(key: str) -> bool:
+    leaf = key.rsplit(".", 1)[-1]
+    return leaf == "path" or leaf.endswith(("_dir", "_path")) or leaf in PATH_KEYS
+
+
+def anchored_paths(params: Params, folder: Path) -> dict[str, str]:
+    """Overrides that make every relative path setting of `params` absolute against `folder`."""
+    from eric.tracking import flatten
+
+    return {key: str((folder / value).resolve()) for key, value in flatten(params.model_dump()).items()
+            if _is_path_key(key) and isinstance(value, str) and value and not Path(value).is_absolute()}
+
+
+def load_params_here(path: str | Path, overrides: dict | None = None) -> Params:
+    """`load_params` for a command run from any folder (`eric preprocess`, `eric sample`): the
+    file's relative paths resolve against the file's own folder, never against the checkout
+    eric was installed from (an editable install's project root)."""
+    first = load_params(path, overrides)
+    anchored = anchored_paths(first, Path(path).resolve().parent)
+    return load_params(path, {**(overrides or {}), **anchored}) if anchored else first
+
+
 def default_params(overrides: dict | None = None) -> Params:
     """The built-in defaults, without a params file (outside a project), plus overrides."""
     raw: dict = {}

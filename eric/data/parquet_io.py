@@ -13,7 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from eric.data.outdir import Staging
+from eric.data.outdir import Staging, write_error
 from eric.data.schema import SPLITS, STAGE_ONE, STAGE_TWO
 
 ROW_GROUP = 2048
@@ -59,8 +59,12 @@ class DatasetWriter:
             raise
 
     def commit(self) -> Path:
-        self.stage_one.close()
-        self.stage_two.close()
+        try:
+            self.stage_one.close()  # the last row groups and footers: a full disk shows here
+            self.stage_two.close()
+        except OSError as exc:
+            self.abort()
+            raise write_error(self.out_dir, exc) from None  # nothing but writes happen here
         return self.staging.commit()
 
     def abort(self) -> None:

@@ -14,9 +14,10 @@ Every story either becomes an example or is skipped with a reason.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import islice
 from pathlib import Path
 
@@ -30,7 +31,7 @@ from eric.data.edu import presplit_doc, unit_offsets
 from eric.data.errors import SkipCounter
 from eric.data.examples import stage_one_row, stage_two_row
 from eric.data.nlp import load_pipeline
-from eric.data.outdir import check_out_dir
+from eric.data.outdir import WRITE_FAILURES, check_out_dir, output_lock, write_error
 from eric.data.parquet_io import DatasetWriter
 from eric.data.readers import RawStory, read_corpus
 from eric.data.segment import Segmented, clean_units, join_units, sentence_offsets, spans_by_unit
@@ -110,9 +111,13 @@ def _tasks(stories: Iterator[RawStory], pp: PreprocessParams, skips: SkipCounter
         if item is None:
             continue
         text, task = item
-        if dedupe.story(story.id, "\n".join(task.units) if task.units else text):
+        kept_id = dedupe.story(story.id, "\n".join(task.units) if task.units else text)
+        if kept_id is None:
             skips.skip("duplicate")
             continue
+        if kept_id != story.id:  # another story has this id: kept under a derived one (counted)
+            task = replace(task, story=replace(story, id=kept_id))
+            item = text, task
         if pp.unit == "edu" and task.units is not None:
             item = presplit_doc(nlp, task.units), task  # the parser keeps the given sentences
         yield item
@@ -122,7 +127,13 @@ def run_preprocess(
     cfg: Params, progress: bool = True, overwrite: bool = False, protect: dict[str, Path] | None = None
 ) -> PreprocessStats:
     """Write the example sets; `overwrite` allows replacing an out-dir eric did not
-    write; `protect` names more paths the out-dir must not hold (the params file)."""
+    write; `protect` names more paths the out-dir must not hold (the params file). A second
+    run into the same out-dir meanwhile refuses in one line (output_lock)."""
+    with output_lock(Path(os.path.abspath(resolve_path(cfg.preprocess.out_dir)))):
+        return _preprocess(cfg, progress, overwrite, protect)
+
+
+def _preprocess(cfg: Params, progress: bool, overwrite: bool, protect: dict[str, Path] | None) -> PreprocessStats:
     corpus, pp = cfg.corpus, cfg.preprocess
     started = time.perf_counter()
     skips = SkipCounter()
@@ -147,12 +158,18 @@ def run_preprocess(
         for doc, task in tqdm(docs, desc=f"preprocess {corpus.name}", unit="story", disable=not progress):
             _write_example(doc, task, pp, skips, dedupe, writer, stats)
         stats.skipped = skips.as_dict()
+        stats.id_collisions = dedupe.id_collisions
         stats.seconds = time.perf_counter() - started
         stats.write(writer.folder / "stats.json")
+    except OSError as exc:
+        writer.abort()
+        if exc.errno in WRITE_FAILURES:  # disk full, a file-size limit: one line, nothing half-written left
+            raise write_error(out_dir, exc) from None
+        raise
     except BaseException:
         writer.abort()
         raise
-    writer.commit()
+    writer.commit()  # removes its staging and says why in one line when the final writes fail
     return stats
 
 

@@ -74,6 +74,7 @@ class PreprocessStats:
     over_cap_mentions: int = 0
     stories_over_cap: int = 0
     propagate_mentions: bool = False
+    id_collisions: int = 0  # distinct stories that shared an id, kept under a derived one (eric/data/dedupe.py)
     seconds: float = 0.0
 
     @property
@@ -94,6 +95,7 @@ class PreprocessStats:
             "over_cap_mentions": self.over_cap_mentions,
             "stories_over_cap": self.stories_over_cap,
             "propagate_mentions": self.propagate_mentions,
+            "id_collisions": self.id_collisions,
             "seconds": round(self.seconds, 1),
             **{split: s.table_row() for split, s in self.splits.items()},
         }

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pydantic import ValidationError
 
-from eric.config import Params, ParamsError, SampleParams, load_params, resolve_path
+from eric.config import Params, ParamsError, SampleParams, load_params_here, resolve_path
 from eric.generate.errors import SampleError
 
 
 def load_settings(params: Path, overrides: dict) -> Params:
     """params.yaml (defaults when there is none) with `sample.*` overrides."""
-    if params.is_file():
-        return load_params(params, {f"sample.{k}": v for k, v in overrides.items()})
+    if params.is_file():  # its relative paths (the training names' split) beside it
+        return load_params_here(params, {f"sample.{k}": v for k, v in overrides.items()})
     try:
         return Params(sample=SampleParams(**overrides))
     except ValidationError as exc:
@@ -35,25 +36,43 @@ def training_names(path: Path | None, settings: Params) -> list[str]:
     return [m["mention"] for row in column for m in row or []]
 
 
-def sample_file(model_dir: Path, inputs: Path, out: Path, settings: Params, mentions_dir: Path | None = None,
-                names: Path | None = None) -> list[dict]:
-    """Sample one story per input with the models in the given folders; write Parquet to `out`."""
-    import torch
+def check_out(out: Path, inputs: Path, overwrite: bool = False) -> Path:
+    """Where `eric sample` may write: never its own inputs or a folder, and an existing file
+    only when an earlier `eric sample` wrote it (its metadata says so) or with `overwrite`."""
+    from eric.generate.schema import is_samples_file
 
+    if out.is_dir():
+        raise SampleError(f"--out {out} is a folder; give a file, e.g. {out / 'samples.parquet'}")
+    if out.exists() and inputs.exists() and out.resolve() == inputs.resolve():
+        raise SampleError(f"--out {out} is the --inputs file; choose another path")
+    if out.exists() and not overwrite and not is_samples_file(out):
+        raise SampleError(f"--out {out} exists and `eric sample` did not write it; choose another path, "
+                          "or --overwrite to replace it")
+    return out
+
+
+def sample_file(model_dir: Path, inputs: Path, out: Path, settings: Params, mentions_dir: Path | None = None,
+                names: Path | None = None, overwrite: bool = False) -> list[dict]:
+    """Sample one story per input with the models in the given folders; write Parquet to `out`
+    (checked first: check_out)."""
+    from eric.data.outdir import output_lock
     from eric.generate.inputs import read_inputs
     from eric.generate.loading import load_mentions, load_stage_one
     from eric.generate.merge import NamePool
     from eric.generate.sampler import SamplingOptions, sample_stories
     from eric.generate.schema import fallback_summary, write_samples
+    from eric.train.runtime import device_kind
 
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    rows_in = read_inputs(inputs, settings.sample.num_inputs)
-    model, tokenizer = load_stage_one(model_dir, device)
-    mention_model, mention_tokenizer = load_mentions(mentions_dir, device) if mentions_dir else (None, None)
-    options = SamplingOptions.from_params(settings)
-    pool = NamePool(training_names(names, settings), seed=options.seed)
-    rows = sample_stories(rows_in, model, tokenizer, options, mention_model, mention_tokenizer, pool)
-    write_samples(rows, out, {"model_dir": str(model_dir), "mentions_dir": str(mentions_dir or ""),
-                              "inputs": str(inputs), "options": options.as_dict(), "device": device,
-                              "summary": fallback_summary(rows)})
+    device = device_kind()
+    with output_lock(Path(os.path.abspath(out))):  # a second `eric sample --out` of this file refuses
+        check_out(out, inputs, overwrite)
+        rows_in = read_inputs(inputs, settings.sample.num_inputs)
+        model, tokenizer = load_stage_one(model_dir, device)
+        mention_model, mention_tokenizer = load_mentions(mentions_dir, device) if mentions_dir else (None, None)
+        options = SamplingOptions.from_params(settings)
+        pool = NamePool(training_names(names, settings), seed=options.seed)
+        rows = sample_stories(rows_in, model, tokenizer, options, mention_model, mention_tokenizer, pool)
+        write_samples(rows, out, {"model_dir": str(model_dir), "mentions_dir": str(mentions_dir or ""),
+                                  "inputs": str(inputs), "options": options.as_dict(), "device": device,
+                                  "summary": fallback_summary(rows)})
     return rows

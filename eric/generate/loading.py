@@ -10,14 +10,27 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from safetensors import SafetensorError
+
 from eric.generate.errors import SampleError
 
 
 def _check_folder(path: Path, what: str, stage: str) -> None:
     if not (path / "config.json").is_file():
         raise SampleError(f"{path}: no {what} here (expected config.json + model.safetensors; run `{stage}`)")
-    if not (path / "tokenizer_config.json").is_file():
-        raise SampleError(f"{path}: no tokenizer beside the {what} (run `{stage}` again)")
+    if not any((path / name).is_file() for name in ("model.safetensors", "model.safetensors.index.json")):
+        raise SampleError(f"{path}: no model.safetensors beside config.json (run `{stage}` again)")
+    missing = [name for name in ("tokenizer_config.json", "tokenizer.json") if not (path / name).is_file()]
+    if missing:
+        raise SampleError(f"{path}: the tokenizer beside the {what} lacks {' and '.join(missing)} (run `{stage}` again)")
+
+
+def _load_error(path: Path, what: str, stage: str, exc: Exception) -> SampleError:
+    """One line for a folder that fails to load, with what to do; damaged weights named as such."""
+    if isinstance(exc, SafetensorError):
+        return SampleError(f"{path / 'model.safetensors'} is damaged ({_first_line(exc)}); "
+                           f"restore it (`dvc checkout`) or run `{stage}` again")
+    return SampleError(f"{path}: cannot load the {what} ({_first_line(exc)})")
 
 
 def _first_line(exc: Exception) -> str:
@@ -32,13 +45,13 @@ def load_stage_one(model_dir: str | Path, device: str = "cpu"):
 
     from eric.model.registry import architecture_of
 
-    path = Path(model_dir)
-    _check_folder(path, "stage-one model", "dvc repro train_stage_one")
+    path, stage = Path(model_dir), "dvc repro train_stage_one"
+    _check_folder(path, "stage-one model", stage)
     try:
         model = architecture_of(path).from_pretrained(path, local_files_only=True, use_safetensors=True)
         tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-    except (OSError, ValueError) as exc:
-        raise SampleError(f"{path}: cannot load the stage-one model ({_first_line(exc)})") from None
+    except (OSError, ValueError, SafetensorError) as exc:
+        raise _load_error(path, "stage-one model", stage, exc) from None
     return model.to(device).eval(), tokenizer
 
 
@@ -46,11 +59,11 @@ def load_mentions(model_dir: str | Path, device: str = "cpu"):
     """(BartForConditionalGeneration in eval mode, tokenizer) from the train_mentions output folder."""
     from transformers import AutoTokenizer, BartForConditionalGeneration
 
-    path = Path(model_dir)
-    _check_folder(path, "mention model", "dvc repro train_mentions")
+    path, stage = Path(model_dir), "dvc repro train_mentions"
+    _check_folder(path, "mention model", stage)
     try:
         model = BartForConditionalGeneration.from_pretrained(path, local_files_only=True, use_safetensors=True)
         tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-    except (OSError, ValueError) as exc:
-        raise SampleError(f"{path}: cannot load the mention model ({_first_line(exc)})") from None
+    except (OSError, ValueError, SafetensorError) as exc:
+        raise _load_error(path, "mention model", stage, exc) from None
     return model.to(device).eval(), tokenizer

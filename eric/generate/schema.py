@@ -7,12 +7,14 @@ folders and the seed, so a file says how it was made.
 from __future__ import annotations
 
 import json
+import secrets
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from eric.data.schema import MENTION
+from eric.generate.errors import SampleError
 
 METADATA_KEY = b"eric.sample"
 
@@ -40,15 +42,31 @@ SAMPLES = pa.schema(
 
 
 def write_samples(rows: list[dict], path: str | Path, metadata: dict | None = None) -> Path:
+    """Write to a fresh hidden sibling, then rename it over `path`: an interrupted or failed
+    write (disk full, a read-only folder) leaves the previous file as it was, no partial
+    file behind, and says so in one line (SampleError)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     table = pa.Table.from_pylist(rows, schema=SAMPLES)
     if metadata:
         table = table.replace_schema_metadata({METADATA_KEY: json.dumps(metadata, default=str).encode()})
-    tmp = path.with_name(path.name + ".partial")
-    pq.write_table(table, tmp)
-    tmp.replace(path)
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.partial")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(table, tmp)
+        tmp.replace(path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise SampleError(f"{path}: cannot write the samples ({exc.strerror or exc}); "
+                          "an earlier file there is unchanged") from None
     return path
+
+
+def is_samples_file(path: str | Path) -> bool:
+    """True for a Parquet file `eric sample` (or the sample stage) wrote: it carries our metadata key."""
+    try:
+        return METADATA_KEY in (pq.read_schema(path).metadata or {})
+    except (OSError, pa.ArrowException):
+        return False
 
 
 def read_samples(path: str | Path) -> list[dict]:

@@ -92,7 +92,8 @@ def test_multiprocess_gives_the_same_examples(write_wikiplots, params_for, tmp_p
 
 
 def test_duplicates_are_skipped_before_the_split(write_jsonl, params_for, tmp_path):
-    """Repeated ids and texts, under titles that hash to other splits, reach one split once."""
+    """Repeated texts, under titles that hash to other splits, reach one split once; a
+    distinct story that reuses an id is kept under a derived id and counted."""
     a, b = " ".join(STORY_A), " ".join(STORY_B)
 
     def title_in_another_split(than: str) -> str:
@@ -102,14 +103,15 @@ def test_duplicates_are_skipped_before_the_split(write_jsonl, params_for, tmp_pa
         {"id": "a", "title": "Evil Dead", "text": a},
         {"id": "b", "title": title_in_another_split("Evil Dead"), "text": a},  # same text
         {"id": "c", "title": "Strike", "text": b},
-        {"id": "a", "title": title_in_another_split("Evil Dead"), "text": " ".join(reversed(STORY_A))},  # same id
+        {"id": "a", "title": title_in_another_split("Evil Dead"), "text": " ".join(reversed(STORY_A))},  # same id, other text
         {"id": "d", "title": title_in_another_split("Strike"), "text": "  " + b.upper()},  # same normalized text
         {"id": "e", "title": title_in_another_split("Evil Dead"), "text": a + " Ash drives home alone."},  # same example
     ]
     stats = run_preprocess(params_for(write_jsonl(lines), "jsonl", split_ratio=[1, 1, 1], max_target_units=5), progress=False)
-    assert stats.skipped == {"duplicate": 4} and stats.examples == 2 and stats.stories_in == 6
+    assert stats.skipped == {"duplicate": 3} and stats.examples == 3 and stats.stories_in == 6
+    assert stats.id_collisions == 1 and stats.to_dict()["id_collisions"] == 1
     rows = [r for split in SPLITS for r in read(tmp_path / "out", "stage_one", split).to_pylist()]
-    assert sorted(r["id"] for r in rows) == ["a", "c"]
+    assert sorted(r["id"] for r in rows) == ["a", "a~2", "c"]
     texts = [(r["source"], r["target"]) for r in rows]
     assert len(set(texts)) == len(texts)
 

@@ -1,0 +1,83 @@
+"""Faults in what a user gives: stories that share an id, damaged or incomplete model folders."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from eric.data.pipeline import run_preprocess
+from eric.generate.errors import SampleError
+from eric.generate.loading import load_mentions, load_stage_one
+
+SENTENCES = ["{name} opens the {thing} at dawn.", "The {thing} hides a letter from {name}'s sister.",
+             "{name} reads it twice before noon.", "A storm breaks over the {thing} that evening.",
+             "{name} walks to the harbour alone.", "By night the {thing} is empty again."]  # fmt: skip
+NAMES = ["Ada", "Boris", "Clara", "Dmitri", "Elsa", "Farid", "Greta", "Hugo", "Iris", "Jonas"]
+THINGS = ["box", "barn", "chest", "crate", "shed", "trunk", "vault", "cellar", "attic", "locker"]
+
+
+def test_distinct_stories_that_share_an_id_are_all_kept_with_derived_ids(write_jsonl, params_for, tmp_path):
+    """Ten different articles exported under one id gave one example; each is its own story."""
+    lines = [{"id": "article", "text": " ".join(s.format(name=n, thing=t) for s in SENTENCES)}
+             for n, t in zip(NAMES, THINGS)]  # fmt: skip
+    lines.append(dict(lines[3]))  # the same article twice: that one is a duplicate
+    stats = run_preprocess(params_for(write_jsonl(lines), "jsonl", min_target_units=3), progress=False)
+    assert stats.examples == 10 and stats.skipped == {"duplicate": 1} and stats.stories_in == 11
+    assert stats.id_collisions == 9
+    import pyarrow.parquet as pq
+
+    ids = sorted(i for split in ("train", "val", "test")
+                 for i in pq.read_table(tmp_path / "out" / "stage_one" / f"{split}.parquet").column("id").to_pylist())
+    assert ids == sorted(["article", *(f"article~{k}" for k in range(2, 11))])
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    from tests.generate.conftest import save, synthetic_rows, tiny_mentions, tiny_stage_one, tiny_tokenizer
+
+    root = tmp_path_factory.mktemp("models")
+    tokenizer = tiny_tokenizer(synthetic_rows(24, seed=1))
+    save(tiny_stage_one(tokenizer, "eric"), tokenizer, root / "eric")
+    save(tiny_mentions(tokenizer), tokenizer, root / "mentions")
+    return root
+
+
+def _copy(saved, tmp_path, name):
+    return shutil.copytree(saved / name, tmp_path / name)
+
+
+CORRUPTIONS = {
+    "truncated": lambda data: data[: len(data) // 2],
+    "empty": lambda data: b"",
+    "garbage header": lambda data: b"\xff" * 16 + data[16:],
+    "huge header length": lambda data: (2**40).to_bytes(8, "little") + data[8:],
+}
+
+
+@pytest.mark.parametrize("corruption", sorted(CORRUPTIONS))
+@pytest.mark.parametrize("name,load", [("eric", load_stage_one), ("mentions", load_mentions)])
+def test_damaged_weights_are_one_line_naming_the_file_and_what_to_do(saved, tmp_path, corruption, name, load):
+    folder = _copy(saved, tmp_path, name)
+    weights = folder / "model.safetensors"
+    weights.write_bytes(CORRUPTIONS[corruption](weights.read_bytes()))
+    with pytest.raises(SampleError, match=rf"{weights} is damaged \(.+\); restore it \(`dvc checkout`\) or run `dvc repro train_") as info:
+        load(folder)
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("missing,message", [
+    ("model.safetensors", "no model.safetensors beside config.json"),
+    ("tokenizer.json", "the tokenizer beside the stage-one model lacks tokenizer.json"),
+    ("config.json", "no stage-one model here"),
+])  # fmt: skip
+def test_an_incomplete_model_folder_is_one_line(saved, tmp_path, missing, message):
+    folder = _copy(saved, tmp_path, "eric")
+    (folder / missing).unlink()
+    with pytest.raises(SampleError, match=message):
+        load_stage_one(folder)
+
+
+def test_an_intact_folder_still_loads(saved):
+    model, tokenizer = load_stage_one(saved / "eric")
+    assert not model.training and tokenizer.convert_tokens_to_ids("<sent>") != tokenizer.unk_token_id

@@ -1,0 +1,161 @@
+"""Faults a new user hits, each reproduced in a temporary folder: nothing lost, no traceback.
+
+Outputs: where a relative path writes, what `eric sample --out` may replace, look-alike
+out-dirs, concurrent runs, a full disk, and what killed runs leave behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from eric.cli import app
+from eric.data.errors import OutputError
+from eric.data.outdir import MARKER, output_lock
+from eric.data.pipeline import run_preprocess
+from eric.generate.command import check_out
+from eric.generate.errors import SampleError
+from eric.generate.schema import write_samples
+from tests.conftest import STORY_A, STORY_B
+
+
+@pytest.fixture
+def corpus(write_wikiplots):
+    return write_wikiplots([STORY_A, STORY_B])
+
+
+def invoke(*args):
+    return CliRunner().invoke(app, list(args))
+
+
+def test_a_relative_out_dir_writes_beside_the_params_file_not_into_the_installed_checkout(tmp_path, corpus, monkeypatch):
+    """A second checkout (or any folder) with its own params.yaml: its relative paths are its own."""
+    other = tmp_path / "second-checkout"
+    other.mkdir()
+    (other / "params.yaml").write_text(yaml.safe_dump({"corpus": {"path": "../plots.zip", "kind": "wikiplots"},
+                                                       "preprocess": {"out_dir": "data/processed"}}))
+    monkeypatch.chdir(other)
+    result = invoke("preprocess")
+    assert result.exit_code == 0, result.output
+    assert (other / "data" / "processed" / "stats.json").is_file()
+    assert f"wrote {other / 'data' / 'processed'}" in result.stdout  # says where it wrote
+
+
+def test_a_look_alike_out_dir_with_a_users_files_inside_is_refused(params_for, corpus, tmp_path):
+    mine = tmp_path / "out"
+    for stage in ("stage_one", "stage_two"):
+        (mine / stage).mkdir(parents=True)
+    (mine / "stage_one" / "my-notes.txt").write_text("keep me")
+    with pytest.raises(OutputError, match=r"it holds stage_one/my-notes.txt, which eric preprocess did not write"):
+        run_preprocess(params_for(corpus, "wikiplots"), progress=False)
+    assert (mine / "stage_one" / "my-notes.txt").read_text() == "keep me"
+
+
+def test_a_dvc_checkout_of_the_stage_folders_is_still_replaced(params_for, corpus, tmp_path):
+    out = tmp_path / "out"
+    run_preprocess(params_for(corpus, "wikiplots"), progress=False)
+    (out / MARKER).unlink()  # DVC restores the outputs without the marker
+    run_preprocess(params_for(corpus, "wikiplots"), progress=False)
+    assert (out / MARKER).is_file()
+
+
+def test_a_second_run_into_the_same_out_dir_refuses_in_one_line(params_for, corpus, tmp_path):
+    out = tmp_path / "out"
+    with output_lock(out):  # a run still writing there
+        with pytest.raises(OutputError, match=r"another run is writing it now .*wait for it to end") as info:
+            run_preprocess(params_for(corpus, "wikiplots"), progress=False)
+    assert "\n" not in str(info.value) and not out.exists()
+    run_preprocess(params_for(corpus, "wikiplots"), progress=False)  # once it ended: the lock is gone
+    assert (out / "stats.json").is_file() and not list(tmp_path.glob(".out.lock"))
+
+
+def _preprocess_with_file_limit(tmp_path, corpus, out, limit: int) -> subprocess.CompletedProcess:
+    def small_files():  # files larger than `limit` bytes fail with EFBIG (Python ignores SIGXFSZ)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return subprocess.run([sys.executable, "-m", "eric.cli", "preprocess", "--corpus", str(corpus), "--kind", "wikiplots",
+                           "--out-dir", str(out)], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          preexec_fn=small_files)  # fmt: skip
+
+
+def test_a_full_disk_is_one_line_the_previous_output_intact_and_no_staging_left(params_for, corpus, tmp_path):
+    out = tmp_path / "out"
+    run_preprocess(params_for(corpus, "wikiplots"), progress=False)
+    before = (out / "stats.json").read_text()
+    done = _preprocess_with_file_limit(tmp_path, corpus, out, limit=1500)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    (line,) = [x for x in done.stderr.splitlines() if x.startswith("error:")]
+    assert line.startswith(f"error: out-dir {out}: cannot write (") and "File too large" in line
+    assert line.endswith("); the previous output is unchanged and the partial one removed")
+    assert (out / "stats.json").read_text() == before
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".out.")) == []  # staging removed
+
+
+def test_folders_that_killed_runs_left_are_removed_and_named_by_the_next_run(params_for, corpus, tmp_path, capsys):
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    pid = int(dead.stdout)  # a process that has ended
+    leftover = tmp_path / f".out.{pid}-abcd1234.partial"
+    (leftover / "stage_one").mkdir(parents=True)
+    running = tmp_path / f".out.{os.getpid()}-00000000.partial"  # a live run's: kept
+    running.mkdir()
+    run_preprocess(params_for(corpus, "wikiplots"), progress=False)
+    assert not leftover.exists() and running.exists()
+    assert f"removed 1 folder(s) that interrupted runs left beside {tmp_path / 'out'}: {leftover.name}" in capsys.readouterr().err
+
+
+def _samples(path, rows=1):
+    row = {"id": "s1", "input": "x", "stage_one": "<sent> y", "mentions_text": "", "mentions": [], "final_text": "y",
+           "reference": None, "unit_entities": [], "unit_states": [], "stage_one_tokens": 2,
+           "fallback_generated": 0, "fallback_reused_last": 0, "fallback_random_name": 0}
+    return write_samples([row] * rows, path, {"model_dir": "m"})
+
+
+def test_sample_out_replaces_only_its_own_earlier_output(tmp_path):
+    inputs = tmp_path / "inputs.txt"
+    inputs.write_text("Ash drives to a cabin.\n")
+    earlier = _samples(tmp_path / "earlier.parquet")
+    assert check_out(earlier, inputs) == earlier  # an earlier `eric sample` output: replaced
+    mine = tmp_path / "thesis.parquet"
+    mine.write_text("a user's file")
+    with pytest.raises(SampleError, match=r"thesis.parquet exists and `eric sample` did not write it.*--overwrite"):
+        check_out(mine, inputs)
+    assert check_out(mine, inputs, overwrite=True) == mine
+    with pytest.raises(SampleError, match=r"is the --inputs file"):
+        check_out(inputs, inputs, overwrite=True)
+    with pytest.raises(SampleError, match=r"is a folder; give a file"):
+        check_out(tmp_path, inputs, overwrite=True)
+    assert mine.read_text() == "a user's file"
+
+
+def test_eric_sample_refuses_before_loading_any_model(tmp_path):
+    inputs = tmp_path / "inputs.txt"
+    inputs.write_text("Ash drives to a cabin.\n")
+    mine = tmp_path / "notes.parquet"
+    mine.write_text("keep")
+    result = invoke("sample", str(tmp_path / "no-model"), "--inputs", str(inputs), "--out", str(mine),
+                    "--params", str(tmp_path / "none.yaml"))  # fmt: skip
+    assert result.exit_code == 2 and "did not write it" in result.output and mine.read_text() == "keep"
+
+
+def test_a_failed_samples_write_keeps_the_earlier_file_and_leaves_no_partial(tmp_path, monkeypatch):
+    import pyarrow.parquet as pq
+
+    path = _samples(tmp_path / "s.parquet", rows=2)
+
+    def full_disk(table, where, **kw):
+        open(where, "wb").write(b"PAR1")  # a partial file, then the disk is full
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(pq, "write_table", full_disk)
+    with pytest.raises(SampleError, match=r"s.parquet: cannot write the samples \(No space left on device\); "
+                                          r"an earlier file there is unchanged"):
+        _samples(path, rows=5)
+    monkeypatch.undo()
+    assert pq.read_table(path).num_rows == 2 and sorted(p.name for p in tmp_path.iterdir()) == ["s.parquet"]
