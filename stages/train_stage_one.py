@@ -19,7 +19,7 @@ from _flow import flow_call, quiet_user_errors, stage_flow, stage_task
 
 from eric.config import Params, ParamsError, load_variant_params, resolve_path
 from eric.train.errors import TrainError
-from eric.train.job import TrainingJob, read_rows, run_job
+from eric.train.job import TrainingJob, check_split, read_rows, run_job
 from eric.train.loop import LoopSettings
 from eric.train.runtime import current_rank
 
@@ -42,6 +42,8 @@ def prepare(params: Params, variant: str) -> TrainingJob:
 
     m, t = params.model, params.train
     data = resolve_path(params.preprocess.out_dir) / "stage_one"
+    for split in ("train", "val"):  # an unusable split fails here, before any model is built
+        check_split(data / f"{split}.parquet")
     tokenizer_dir = resolve_path(params.tokenizer.out_dir)
     try:
         tokenizer = load_tokenizer(tokenizer_dir, m.max_entities)

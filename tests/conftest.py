@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import sys
 import tarfile
 import zipfile
 from pathlib import Path
@@ -14,6 +15,12 @@ import pytest
 from eric.config import PROJECT_ROOT, load_params
 
 pytest_plugins = ["tests.order", "tests.guard"]  # --random-order SEED; the working tree left alone
+
+# stages/ and flows/ are script folders (DVC and Prefect run their files by path); their
+# modules import their siblings by bare name, so tests import them that way too
+for _folder in ("stages", "flows"):
+    if str(PROJECT_ROOT / _folder) not in sys.path:
+        sys.path.insert(0, str(PROJECT_ROOT / _folder))
 
 
 @pytest.fixture(autouse=True)

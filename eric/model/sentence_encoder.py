@@ -190,7 +190,11 @@ class SentenceEncoder(nn.Module):
 
 def _float_batch_norm(norm: nn.BatchNorm1d, x: torch.Tensor) -> torch.Tensor:
     """The batch norm in float32, also when the module was cast to bf16 (DeepSpeed's bf16 mode
-    casts every buffer, and batch_norm refuses float input with bf16 statistics)."""
+    casts every buffer, and batch_norm refuses float input with bf16 statistics). A training
+    batch with fewer than two events has no statistics of its own (a small micro-batch with
+    short length limits): it is normalized with the running ones, as at evaluation."""
+    if norm.training and x.shape[0] < 2:
+        return F.batch_norm(x.float(), norm.running_mean.float(), norm.running_var.float(), training=False, eps=norm.eps)
     if norm.running_mean.dtype == torch.float32:
         return norm(x.float())
     mean, var = norm.running_mean.float(), norm.running_var.float()

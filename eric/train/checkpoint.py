@@ -7,14 +7,19 @@ Layout of a checkpoint root:
 
 A checkpoint only becomes visible through a directory rename and the `latest` file is
 replaced with os.replace, so a `kill -9` at any moment leaves either the previous
-checkpoint or the new one, never a half-written one. Ranks must share the filesystem.
+checkpoint or the new one, never a half-written one. Each checkpoint's manifest.json,
+written last, lists its files' sizes and hashes: a checkpoint damaged later on disk
+(truncated, a file lost) is skipped on resume for the newest intact one, and the run says
+so. Ranks must share the filesystem.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import torch
@@ -24,6 +29,7 @@ from eric.train.errors import TrainError
 from eric.train.runtime import Rank
 
 STATE_FILE = "trainer_state.json"
+MANIFEST = "manifest.json"  # every file's size and hash, written last (verify() checks it on resume)
 LATEST = "latest"
 PARTIAL = ".partial"
 
@@ -89,11 +95,22 @@ class CheckpointManager:
 
     # ---- reading -------------------------------------------------------------------
     def latest_tag(self) -> str | None:
+        """The newest intact checkpoint: `latest` if its manifest checks, else the newest older
+        one that does (a checkpoint damaged on disk after its save is skipped, and said so)."""
         pointer = self.root / LATEST
         if not pointer.is_file():
             return None
-        tag = pointer.read_text().strip()
-        return tag if (self.root / tag / STATE_FILE).is_file() else None
+        latest = pointer.read_text().strip()
+        tags = [latest, *sorted((p.name for p in self.root.glob("step*") if p.is_dir() and p.name < latest), reverse=True)]
+        for tag in tags:
+            problem = verify(self.root / tag)
+            if problem is None:
+                if tag != latest and self.rank.is_main:
+                    print(f"checkpoint {self.root / latest} is damaged; resuming from {self.root / tag}", file=sys.stderr)
+                return tag
+            if self.rank.is_main and (self.root / tag).exists():
+                print(f"checkpoint {self.root / tag}: {problem}", file=sys.stderr)
+        return None
 
     def peek(self) -> dict | None:
         """The trainer state of the checkpoint a run would resume from, or None when there
@@ -145,6 +162,7 @@ class CheckpointManager:
             state = dict(trainer_state, tag=tag, fingerprint=self.fingerprint,
                          world_size=self.rank.world_size)
             write_atomic(partial / tag / STATE_FILE, json.dumps(state))
+            write_manifest(partial / tag)  # last: what a later resume checks the files against
             final = self.root / tag
             shutil.rmtree(final, ignore_errors=True)
             os.replace(partial / tag, final)
@@ -162,6 +180,41 @@ class CheckpointManager:
     def clear(self) -> None:
         if self.rank.is_main:
             shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _digest(path: Path) -> str:
+    digest = hashlib.blake2b(digest_size=16)
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def write_manifest(folder: Path) -> None:
+    """Every file of a checkpoint with its size and hash, written after all of them."""
+    files = {p.relative_to(folder).as_posix(): {"size": p.stat().st_size, "blake2b": _digest(p)}
+             for p in sorted(folder.rglob("*")) if p.is_file() and p.name != MANIFEST}
+    write_atomic(folder / MANIFEST, json.dumps(files, indent=1))
+
+
+def verify(folder: Path) -> str | None:
+    """None when the checkpoint in `folder` is whole; else what is wrong with it, in words."""
+    manifest = folder / MANIFEST
+    if not (folder / STATE_FILE).is_file() or not manifest.is_file():
+        return "incomplete (no trainer state or manifest)"
+    try:
+        files = json.loads(manifest.read_text())
+    except ValueError:
+        return "its manifest is not readable"
+    for rel, expected in files.items():
+        path = folder / rel
+        if not path.is_file():
+            return f"{rel} is missing"
+        if path.stat().st_size != expected["size"]:
+            return f"{rel} has {path.stat().st_size} bytes, {expected['size']} were written"
+        if _digest(path) != expected["blake2b"]:
+            return f"{rel} differs from what was written"
+    return None
 
 
 def full_precision_state_dict(module, engine=None) -> dict:

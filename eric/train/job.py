@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 
@@ -51,9 +52,25 @@ class TrainingJob:
     val_lengths: Sequence[int] | None = None
 
 
-def read_rows(path: Path, columns: list[str], limit: int | None = None) -> list[dict]:
+def check_split(path: Path, column: str = "target") -> int:
+    """The number of examples in a split file; TrainError (one line, before any model is
+    built) when training cannot use it: missing, empty, or examples without `column`."""
     if not path.is_file():
         raise TrainError(f"{path}: no such dataset (run the preprocess stage first)")
+    try:
+        values = pq.read_table(path, columns=[column]).column(column)
+    except (OSError, KeyError, pa.ArrowException) as exc:
+        raise TrainError(f"{path}: not a readable example set ({str(exc).splitlines()[0]}); run preprocess again") from None
+    if len(values) == 0:
+        raise TrainError(f"{path}: the {path.stem} split holds no examples (too few stories for "
+                         f"preprocess.split_ratio? {path.parent.parent / 'stats.json'} counts them per split)")
+    if values.null_count:
+        raise TrainError(f"{path}: {values.null_count} of {len(values)} examples have no {column}; run preprocess again")
+    return len(values)
+
+
+def read_rows(path: Path, columns: list[str], limit: int | None = None) -> list[dict]:
+    check_split(path)
     table = pq.read_table(path, columns=columns)
     return table.slice(0, limit).to_pylist() if limit else table.to_pylist()
 

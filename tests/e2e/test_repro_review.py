@@ -16,11 +16,8 @@ import urllib.request
 import pytest
 import yaml
 
-from eric.config import PROJECT_ROOT
 from tests.browser import headless_chromium, needs_browser
 from tests.e2e.services import GIT_ID, clean_env, copy_project, free_port
-
-sys.path.insert(0, str(PROJECT_ROOT / "flows"))  # the flows' helpers, imported by bare name as flows do
 
 pytestmark = [pytest.mark.slow]
 WIDTH = 160

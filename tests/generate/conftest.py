@@ -16,9 +16,6 @@ from eric.config import PROJECT_ROOT
 from eric.data.schema import STAGE_ONE
 from tests.generate.tiny import save, synthetic_rows, tiny_mentions, tiny_stage_one, tiny_tokenizer
 
-STAGES = str(PROJECT_ROOT / "stages")
-if STAGES not in sys.path:
-    sys.path.insert(0, STAGES)
 
 
 def write_split(rows: list[dict], path: Path) -> Path:

@@ -1,0 +1,84 @@
+"""Faults in training: unusable splits, a batch too small for batch statistics, and a
+checkpoint damaged on disk after it was written."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import torch
+
+from eric.train.checkpoint import CheckpointManager, verify
+from eric.train.errors import TrainError
+from eric.train.job import check_split
+from eric.train.runtime import Rank
+
+
+def _split(path, targets):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table({"id": [str(i) for i in range(len(targets))], "target": pa.array(targets, pa.string())}), path)
+    return path
+
+
+@pytest.mark.parametrize("targets,message", [
+    ([], r"the val split holds no examples \(too few stories for preprocess.split_ratio\? .*stats.json counts them"),
+    (["<sent> a", None, None], r"2 of 3 examples have no target; run preprocess again"),
+])  # fmt: skip
+def test_an_unusable_split_is_one_line(tmp_path, targets, message):
+    with pytest.raises(TrainError, match=message) as info:
+        check_split(_split(tmp_path / "stage_one" / "val.parquet", targets))
+    assert "\n" not in str(info.value)
+    with pytest.raises(TrainError, match="no such dataset"):
+        check_split(tmp_path / "stage_one" / "missing.parquet")
+    assert check_split(_split(tmp_path / "ok.parquet", ["<sent> a", "<sent> b"])) == 2
+
+
+def test_a_one_story_corpus_fails_before_any_model_is_built(tmp_path, monkeypatch):
+    """One story gives an empty validation split: the stage says so before building a model."""
+    import train_stage_one
+
+    from eric.config import load_params
+    from eric.model import variants
+
+    _split(tmp_path / "data" / "stage_one" / "train.parquet", ["<sent> a"])
+    _split(tmp_path / "data" / "stage_one" / "val.parquet", [])
+    monkeypatch.setattr(variants, "build_model", lambda *a, **k: pytest.fail("a model was built"))
+    params = load_params(None, {"preprocess.out_dir": str(tmp_path / "data")})
+    with pytest.raises(TrainError, match=r"val.parquet: the val split holds no examples"):
+        train_stage_one.prepare.fn(params, "eric")
+
+
+def test_a_training_batch_with_one_event_is_normalized_with_running_statistics():
+    from tests.model.conftest import make_batch, tiny_model
+
+    model = tiny_model(event_norm="batch").train()
+    batch = make_batch(rows=1, units=(2,))
+    keep_first = batch["entity_ids"].clone()
+    keep_first[keep_first > 0] = 0
+    keep_first[0, 0] = batch["entity_ids"][0, 0] if batch["entity_ids"][0, 0] > 0 else 1
+    batch["entity_ids"] = keep_first  # a single planned entity: one event in the whole batch
+    out = model(**batch)
+    assert int((out.state_ids >= 0).sum()) == 1 and torch.isfinite(out.loss)
+
+
+def test_a_damaged_latest_checkpoint_is_skipped_for_the_newest_intact_one(tmp_path, capsys):
+    from tests.train.tiny import train_tiny
+
+    out = tmp_path / "run"
+    train_tiny(out, steps=6, checkpoint_every=3)
+    root = out / "ckpt"
+    assert (root / "latest").read_text() == "step00000006" and verify(root / "step00000006") is None
+    manifest = json.loads((root / "step00000006" / "manifest.json").read_text())
+    largest = max(manifest, key=lambda rel: manifest[rel]["size"])
+    damaged = root / "step00000006" / largest
+    damaged.write_bytes(damaged.read_bytes()[: manifest[largest]["size"] // 2])  # truncated on disk
+
+    manager = CheckpointManager(root, Rank(0, 1, 0), fingerprint="tiny")
+    assert manager.latest_tag() == "step00000003"
+    err = capsys.readouterr().err
+    assert f"has {manifest[largest]['size'] // 2} bytes, {manifest[largest]['size']} were written" in err
+    assert f"checkpoint {root / 'step00000006'} is damaged; resuming from {root / 'step00000003'}" in err
+    resumed = train_tiny(out, steps=6, checkpoint_every=3)  # a rerun resumes from step 3, not 6
+    assert resumed["resumed_from"] == [3] and resumed["steps"] == 6
