@@ -52,6 +52,7 @@ def preprocess(
     from eric.config import ParamsError, default_params, load_params_here
     from eric.data.errors import CorpusError, OutputError
     from eric.data.pipeline import run_preprocess
+    from eric.world.corpus import write_world_corpus
 
     if params is None and Path("params.yaml").is_file():
         params = Path("params.yaml")
@@ -80,7 +81,7 @@ def preprocess(
             overrides.setdefault("corpus.path", _absolute(defaults.corpus.path))
             overrides.setdefault("preprocess.out_dir", _absolute(defaults.preprocess.out_dir))
             cfg, protect = default_params(overrides), {}
-        stats = run_preprocess(cfg, overwrite=overwrite, protect=protect)
+        stats = run_preprocess(cfg, overwrite=overwrite, protect=protect, world=write_world_corpus)
     except (ParamsError, CorpusError, OutputError) as exc:
         _fail(str(exc))
     typer.echo(stats.summary())

@@ -7,6 +7,7 @@ Each section is its own small model so subsystems can evolve independently.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -378,10 +379,20 @@ def _is_path_key(key: str) -> bool:
     return leaf == "path" or leaf.endswith(("_dir", "_path")) or leaf in PATH_KEYS
 
 
+def flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """{'train': {'lr': 1e-4}} -> {'train.lr': 0.0001}: settings by their dotted names."""
+    flat: dict[str, Any] = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            flat.update(flatten(value, f"{name}."))
+        else:
+            flat[name] = value
+    return flat
+
+
 def anchored_paths(params: Params, folder: Path) -> dict[str, str]:
     """Overrides that make every relative path setting of `params` absolute against `folder`."""
-    from eric.tracking import flatten
-
     return {key: str((folder / value).resolve()) for key, value in flatten(params.model_dump()).items()
             if _is_path_key(key) and isinstance(value, str) and value and not Path(value).is_absolute()}
 

@@ -36,7 +36,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from eric.config import effective_recipe
-from eric.tracking import experiment_id, flatten, param_text
+from eric.config import flatten
+from eric.tracking import experiment_id, param_text
 
 BATCH = 100  # MLflow takes at most 100 params per log_batch
 GIT_TAGS = ("mlflow.source.git.commit", "git_commit", "git_dirty", "mlflow.source.name")

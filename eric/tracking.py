@@ -23,11 +23,10 @@ from __future__ import annotations
 import os
 import subprocess
 import time
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from eric.config import PROJECT_ROOT
+from eric.config import PROJECT_ROOT, flatten
 
 DEFAULT_DB = PROJECT_ROOT / "mlflow.db"
 DEFAULT_ARTIFACTS = PROJECT_ROOT / "mlartifacts"
@@ -68,18 +67,6 @@ def git_state(root: Path = PROJECT_ROOT) -> dict[str, str]:
     dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".", *(f":!{p}" for p in RUN_OUTPUTS))
     return {"git_commit": commit or "unknown",
             "git_dirty": "unknown" if dirty is None else str(bool(dirty)).lower()}
-
-
-def flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """{'train': {'lr': 1e-4}} -> {'train.lr': 0.0001}: MLflow's names are flat."""
-    flat: dict[str, Any] = {}
-    for key, value in tree.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, Mapping):
-            flat.update(flatten(value, f"{name}."))
-        else:
-            flat[name] = value
-    return flat
 
 
 def param_text(value: Any) -> str:

@@ -21,7 +21,7 @@ from pathlib import Path, PurePosixPath
 from compare import render
 
 from eric.evaluate.headline import HEADLINE_NAMES
-from eric.tracking import flatten
+from eric.config import flatten
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -32,7 +32,8 @@ os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("DO_NOT_TRACK", "1")
 
 from eric import review  # noqa: E402
-from eric.tracking import flatten, tracking_uri  # noqa: E402
+from eric.config import flatten  # noqa: E402
+from eric.tracking import tracking_uri  # noqa: E402
 from dvc_steps import (  # noqa: E402
     DELETE,
     DvcLockBusy,

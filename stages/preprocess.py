@@ -15,6 +15,7 @@ from eric.config import Params, ParamsError, load_params
 from eric.data.errors import CorpusError, OutputError
 from eric.data.pipeline import run_preprocess
 from eric.data.stats import PreprocessStats
+from eric.world.corpus import write_world_corpus
 
 
 @stage_task
@@ -25,7 +26,7 @@ def read_params(params_path: str) -> Params:
 @stage_task
 def build_examples(cfg: Params, params_path: str) -> PreprocessStats:
     """Read, segment, anonymize, split; write the Parquet sets and stats.json."""
-    return run_preprocess(cfg, protect={"the params file": Path(params_path)})
+    return run_preprocess(cfg, protect={"the params file": Path(params_path)}, world=write_world_corpus)
 
 
 @stage_task

@@ -42,6 +42,7 @@ def collect(params: Params):
     from eric.evaluate.state_analysis import read_usage
     from eric.evaluate.state_transitions import read_transitions
     from eric.humaneval.command import read_scores, scores_dir
+    from eric.humaneval.table import report_section
 
     metrics, coherence, usage, transitions = {}, [], {}, {}
     for variant in params.variants:
@@ -56,7 +57,7 @@ def collect(params: Params):
             transitions[variant] = read_transitions(folder / "state_transitions.csv")
     samples = read_variant_samples(params)  # read once: the Truth row and the case study
     truth = truth_metrics(params, samples)
-    humaneval = read_scores(scores_dir(params))  # eric humaneval score, when a study was scored
+    humaneval = report_section(read_scores(scores_dir(params)))  # eric humaneval score, when a study was scored
     trained = training_metrics(params)
     return ReportInputs(metrics, truth, coherence, usage, about(params, metrics, truth, trained),
                         transitions=transitions, humaneval=humaneval, training=trained,

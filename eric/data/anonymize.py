@@ -16,11 +16,15 @@ Cap: at most `max_entities` distinct placeholders per story (the paper's 100).
 Decision: a span that would need placeholder number `max_entities` or above is
 left as plain text and counted (`over_cap_mentions`); the story is kept, since
 dropping it would bias the corpus against the most entity-rich stories.
+
+The way back, `deanonymize`: a target with its recorded mentions put back (references for
+scoring, EntityWorld's named texts).
 """
 
 from __future__ import annotations
 
 import re
+from collections import defaultdict
 from dataclasses import dataclass, field
 
 from eric.data.schema import placeholder
@@ -129,3 +133,26 @@ def anonymize(
         out.unit_entities.append(tags)
     out.n_entities = table.n_placeholders
     return out
+
+
+PLACEHOLDER_PATTERN = re.compile(r"<e\d+>")
+
+
+def deanonymize(target: str, mentions: list[dict]) -> str:
+    """Put back the surface mentions: each placeholder occurrence takes the next
+    mention recorded for it (mentions are stored in text order); none left: its last."""
+    queues: dict[str, list[str]] = defaultdict(list)
+    for m in mentions:
+        queues[m["placeholder"]].append(m["mention"])
+    used: dict[str, int] = defaultdict(int)
+
+    def restore(match: re.Match) -> str:
+        name = match.group(0)
+        options = queues.get(name)
+        if not options:
+            return name
+        mention = options[min(used[name], len(options) - 1)]
+        used[name] += 1
+        return mention
+
+    return PLACEHOLDER_PATTERN.sub(restore, target)

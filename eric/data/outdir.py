@@ -165,10 +165,11 @@ def output_lock(target: Path) -> Iterator[None]:
     made = [p for p in lock.parents if not p.exists()]  # nearest first; removed again if left empty
     try:
         lock.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise OutputError(f"{target}: cannot write there ({exc.strerror or exc})") from None
-    while True:
         fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:  # no folder to hold a lock (a parent is a file, read-only): the run says why itself
+        yield
+        return
+    while True:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -178,6 +179,7 @@ def output_lock(target: Path) -> Iterator[None]:
         if lock.exists() and os.stat(lock).st_ino == os.fstat(fd).st_ino:
             break
         os.close(fd)  # the run that held it removed it meanwhile: lock the new one
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         yield
     finally:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from itertools import islice
 from pathlib import Path
@@ -123,27 +123,34 @@ def _tasks(stories: Iterator[RawStory], pp: PreprocessParams, skips: SkipCounter
         yield item
 
 
+# EntityWorld's writer (eric.world.corpus.write_world_corpus): its sets are generated, not read
+WorldWriter = Callable[[Params, Path, bool], PreprocessStats]
+
+
 def run_preprocess(
-    cfg: Params, progress: bool = True, overwrite: bool = False, protect: dict[str, Path] | None = None
+    cfg: Params, progress: bool = True, overwrite: bool = False, protect: dict[str, Path] | None = None,
+    world: WorldWriter | None = None,
 ) -> PreprocessStats:
     """Write the example sets; `overwrite` allows replacing an out-dir eric did not
-    write; `protect` names more paths the out-dir must not hold (the params file). A second
-    run into the same out-dir meanwhile refuses in one line (output_lock)."""
+    write; `protect` names more paths the out-dir must not hold (the params file); `world`
+    writes a `corpus.kind: world` corpus (given by the caller: eric.data sits below
+    eric.world). A second run into the same out-dir meanwhile refuses in one line."""
+    if cfg.corpus.kind == "world" and world is None:
+        raise ValueError("corpus.kind world: pass world=eric.world.corpus.write_world_corpus")
     with output_lock(Path(os.path.abspath(resolve_path(cfg.preprocess.out_dir)))):
-        return _preprocess(cfg, progress, overwrite, protect)
+        return _preprocess(cfg, progress, overwrite, protect, world)
 
 
-def _preprocess(cfg: Params, progress: bool, overwrite: bool, protect: dict[str, Path] | None) -> PreprocessStats:
+def _preprocess(cfg: Params, progress: bool, overwrite: bool, protect: dict[str, Path] | None,
+                world: WorldWriter | None) -> PreprocessStats:
     corpus, pp = cfg.corpus, cfg.preprocess
     started = time.perf_counter()
     skips = SkipCounter()
     corpus_path = resolve_path(corpus.path)
     protected = {"the corpus": corpus_path, "the current folder": Path.cwd(), "the eric package": ERIC_PACKAGE}
     if corpus.kind == "world":  # generated, not read: EntityWorld writes its own sets
-        from eric.world.corpus import write_world_corpus
-
         out_dir = check_out_dir(resolve_path(pp.out_dir), overwrite, {**protected, **(protect or {})})
-        return write_world_corpus(cfg, out_dir, progress)
+        return world(cfg, out_dir, progress)
     stories = read_corpus(corpus.kind, corpus_path, skips)  # a bad input is named before the out-dir
     out_dir = check_out_dir(resolve_path(pp.out_dir), overwrite, {**protected, **(protect or {})})
     if pp.max_stories:

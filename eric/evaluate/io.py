@@ -15,18 +15,16 @@ file that cannot be used at all raises EvaluationError with one line.
 from __future__ import annotations
 
 import json
-import re
-from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
+from eric.data.anonymize import deanonymize
 from eric.evaluate.errors import EvaluationError
 
 FORMATS = ("auto", "released", "lines", "jsonl", "parquet")
 TEXT_FIELDS = ("final_text", "text", "generation", "target")
 INPUT_FIELDS = ("input", "source")
 REFERENCE_FIELDS = ("reference",)
-_PLACEHOLDER = re.compile(r"<e\d+>")
 
 
 @dataclass
@@ -163,23 +161,3 @@ def _read_parquet(path: Path, text_field, input_field, reference_field) -> Gener
         skipped=len(rows) - len(kept),
         format="",
     )
-
-
-def deanonymize(target: str, mentions: list[dict]) -> str:
-    """Put back the surface mentions: each placeholder occurrence takes the next
-    mention recorded for it (mentions are stored in text order); none left: its last."""
-    queues: dict[str, list[str]] = defaultdict(list)
-    for m in mentions:
-        queues[m["placeholder"]].append(m["mention"])
-    used: dict[str, int] = defaultdict(int)
-
-    def restore(match: re.Match) -> str:
-        name = match.group(0)
-        options = queues.get(name)
-        if not options:
-            return name
-        mention = options[min(used[name], len(options) - 1)]
-        used[name] += 1
-        return mention
-
-    return _PLACEHOLDER.sub(restore, target)

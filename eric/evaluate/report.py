@@ -58,7 +58,7 @@ class ReportInputs:
     usage: dict[str, list[dict]] = field(default_factory=dict)  # variant -> state_usage rows
     about: list[str] = field(default_factory=list)  # lines: corpus, model size, budget, scoring
     transitions: dict[str, list[dict]] = field(default_factory=dict)  # variant -> state_transitions rows
-    humaneval: list[dict] = field(default_factory=list)  # scored studies (eric humaneval score), one row each
+    humaneval: tuple[str, str] | None = None  # Table 3 as (Markdown, HTML): eric.humaneval.table.report_section
     training: dict[str, dict] = field(default_factory=dict)  # variant -> metrics/train/<variant>.json
     cases: list[CaseView] = field(default_factory=list)  # eric/evaluate/case_study.py
     explorers: dict[str, str] = field(default_factory=dict)  # variant -> its state explorer, relative to the report
@@ -164,10 +164,7 @@ def to_markdown(inputs: ReportInputs, plots: dict[str, str]) -> str:
         parts += ["## Training", "", _markdown_table(["Model", *TRAINING_COLUMNS], training_rows(inputs)), "",
                   TRAINING_NOTE, ""]
     if inputs.humaneval:  # scored human-evaluation studies
-        from eric.humaneval.table import to_markdown as humaneval_markdown
-
-        parts += ["## Manual evaluation (as the paper's Table 3)", "",
-                  humaneval_markdown(inputs.humaneval, display_name), ""]
+        parts += ["## Manual evaluation (as the paper's Table 3)", "", inputs.humaneval[0], ""]
     world = world_rows(inputs.metrics, display_name)
     if world:  # EntityWorld runs: the checker's figures and learned vs true states
         parts += ["## EntityWorld", "", _markdown_table(WORLD_HEADER, world), "", WORLD_NOTE, ""]
@@ -219,9 +216,7 @@ def _training_html(inputs: ReportInputs) -> list[str]:
 def _humaneval_html(inputs: ReportInputs) -> list[str]:
     if not inputs.humaneval:
         return []
-    from eric.humaneval.table import to_html as humaneval_html
-
-    return ["<h2>Manual evaluation (as the paper's Table 3)</h2>", humaneval_html(inputs.humaneval, display_name)]
+    return ["<h2>Manual evaluation (as the paper's Table 3)</h2>", inputs.humaneval[1]]
 
 
 def _world_html(inputs: ReportInputs) -> list[str]:

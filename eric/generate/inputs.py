@@ -36,7 +36,7 @@ def read_inputs(path: str | Path, limit: int | None = None) -> list[StoryInput]:
 def _read_parquet(path: Path) -> list[StoryInput]:
     import pyarrow.parquet as pq
 
-    from eric.evaluate.io import deanonymize
+    from eric.data.anonymize import deanonymize
 
     try:
         table = pq.read_table(path)

@@ -61,3 +61,11 @@ def to_html(results: list[dict], display=lambda name: name) -> str:
     body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row(r, display)) + "</tr>" for r in results)
     return (f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
             f"<p>{html.escape(NOTE)}</p><p>{html.escape(footnote(results))}</p>")
+
+
+def report_section(results: list[dict]) -> tuple[str, str] | None:
+    """The report's Table-3 section, (Markdown, HTML), with the report's model names; None
+    without scored studies. Rendered here: this package sits above eric.evaluate."""
+    from eric.evaluate.report import display_name
+
+    return (to_markdown(results, display_name), to_html(results, display_name)) if results else None

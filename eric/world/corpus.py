@@ -22,7 +22,7 @@ from eric.data.parquet_io import SplitWriter
 from eric.data.schema import STAGE_ONE, STAGE_TWO
 from eric.data.split import assign_split
 from eric.data.stats import PreprocessStats
-from eric.evaluate.io import deanonymize
+from eric.data.anonymize import deanonymize
 from eric.world.generate import Story, generate_stories
 from eric.world.phrasings import PLACEHOLDER
 

@@ -248,7 +248,7 @@ def case_rows(arm: str) -> list[dict]:
 
 def reference(sid: str) -> str:
     """The human story of a test input: the world's own story, regenerated from its id, with names."""
-    from eric.evaluate.io import deanonymize
+    from eric.data.anonymize import deanonymize
 
     story = world_story(sid)
     text = "<sent> " + " <sent> ".join(story.units)

@@ -8,7 +8,8 @@ import pytest
 
 from eric.data.schema import STAGE_ONE
 from eric.evaluate.errors import EvaluationError
-from eric.evaluate.io import deanonymize, read_generations
+from eric.data.anonymize import deanonymize
+from eric.evaluate.io import read_generations
 
 
 def test_released_format_skips_blank_and_unmarked_lines(tmp_path):

@@ -12,6 +12,7 @@ from eric.cli import app
 from eric.evaluate.report import ReportInputs, to_html, to_markdown
 from eric.humaneval.command import read_scores
 from eric.humaneval.study import read_key
+from eric.humaneval.table import report_section
 from tests.humaneval.conftest import simulate, write_labelstudio_export, write_mturk_results, write_page_exports
 
 runner = CliRunner()
@@ -53,7 +54,7 @@ def test_prepare_then_score_three_formats(tmp_path, params_file, monkeypatch):
     assert run.data.metrics["informativeness.win"] == info["win"]
     assert run.data.params["study_id"] == key.study_id
 
-    report = ReportInputs(metrics={}, humaneval=read_scores(scores))
+    report = ReportInputs(metrics={}, humaneval=report_section(read_scores(scores)))
     assert "## Manual evaluation (as the paper's Table 3)" in to_markdown(report, {})
     assert "ERIC vs. BART" in to_html(report, {})
 

@@ -3,6 +3,7 @@
 import pytest
 
 from eric import tracking
+from eric.config import flatten
 
 
 def test_default_store_is_the_project_sqlite_and_env_overrides(monkeypatch):
@@ -13,7 +14,7 @@ def test_default_store_is_the_project_sqlite_and_env_overrides(monkeypatch):
 
 
 def test_flatten_and_git_state():
-    assert tracking.flatten({"train": {"lr": 1e-4, "epochs": 2}, "seed": 1}) == {
+    assert flatten({"train": {"lr": 1e-4, "epochs": 2}, "seed": 1}) == {
         "train.lr": 1e-4, "train.epochs": 2, "seed": 1}
     assert tracking.param_text(1e-4) == "0.0001" and len(tracking.param_text("x" * 7000)) == tracking.MAX_PARAM_CHARS
     state = tracking.git_state()

@@ -9,6 +9,7 @@ import pytest
 
 from eric.config import ParamsError, load_params
 from eric.data.pipeline import run_preprocess
+from eric.world.corpus import write_world_corpus
 from eric.data.schema import SPLITS, STAGE_ONE, STAGE_TWO
 from eric.evaluate.io import deanonymize
 from eric.world.checker import check_story
@@ -20,7 +21,7 @@ def processed(tmp_path_factory):
     out = tmp_path_factory.mktemp("world") / "processed"
     cfg = load_params(overrides={"corpus.kind": "world", "corpus.name": "entityworld", "corpus.world.stories": 60,
                                  "corpus.world.seed": 3, "preprocess.out_dir": str(out)})
-    stats = run_preprocess(cfg, progress=False)
+    stats = run_preprocess(cfg, progress=False, world=write_world_corpus)
     return out, stats
 
 
@@ -61,7 +62,7 @@ def test_the_same_params_write_the_same_files(processed, tmp_path):
     out, _ = processed
     cfg = load_params(overrides={"corpus.kind": "world", "corpus.world.stories": 60, "corpus.world.seed": 3,
                                  "preprocess.out_dir": str(tmp_path / "again")})
-    run_preprocess(cfg, progress=False)
+    run_preprocess(cfg, progress=False, world=write_world_corpus)
     for split in SPLITS:
         assert pq.read_table(tmp_path / "again" / "stage_one" / f"{split}.parquet").equals(
             pq.read_table(out / "stage_one" / f"{split}.parquet"))
@@ -83,7 +84,7 @@ def test_an_out_dir_with_foreign_files_is_refused_as_for_any_corpus(tmp_path):
     (tmp_path / "notes.txt").write_text("mine")
     cfg = load_params(overrides={"corpus.kind": "world", "corpus.world.stories": 5, "preprocess.out_dir": str(tmp_path)})
     with pytest.raises(OutputError, match="notes.txt"):
-        run_preprocess(cfg, progress=False)
+        run_preprocess(cfg, progress=False, world=write_world_corpus)
     assert (tmp_path / "notes.txt").read_text() == "mine"
 
 
