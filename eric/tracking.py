@@ -44,7 +44,6 @@ def tracking_uri(root: Path = PROJECT_ROOT) -> str:
 
 
 def _client():
-    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     from mlflow.tracking import MlflowClient
 
     return MlflowClient(tracking_uri=tracking_uri())

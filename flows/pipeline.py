@@ -23,13 +23,10 @@ from typing import Any
 
 import yaml
 
+from eric.env import apply_prefect_defaults
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-os.environ.setdefault("PREFECT_HOME", str(PROJECT_ROOT / ".prefect"))
-os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
-os.environ.setdefault("PREFECT_API_BLOCKS_REGISTER_ON_START", "false")
-os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
-os.environ.setdefault("DO_NOT_TRACK", "1")
+apply_prefect_defaults(PROJECT_ROOT)  # before Prefect is imported: it reads its settings once
 
 from eric import review  # noqa: E402
 from eric.config import flatten  # noqa: E402

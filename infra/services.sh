@@ -30,11 +30,11 @@ MLFLOW_URL=http://127.0.0.1:$MLFLOW_PORT
 export PATH="$(dirname "$PY"):$PATH"
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"  # this checkout's `eric`, whatever is installed
 export PREFECT_HOME=$STATE/prefect PREFECT_API_URL=$PREFECT_URL
-export PREFECT_SERVER_ANALYTICS_ENABLED=false PREFECT_WORKER_QUERY_SECONDS=${PREFECT_WORKER_QUERY_SECONDS:-5}
+eval "$("$PY" -c 'from eric.env import shell_exports; print(shell_exports())')"  # offline hub, telemetry off: eric/env.py's DEFAULTS
+export PREFECT_WORKER_QUERY_SECONDS=${PREFECT_WORKER_QUERY_SECONDS:-5}
 # `prefect deployment run --watch` streams the run's logs (the stages' progress) only with these on
 export PREFECT_SERVER_LOGS_STREAM_OUT_ENABLED=true PREFECT_SERVER_LOGS_STREAM_PUBLISHING_ENABLED=true
-export MLFLOW_TRACKING_URI=$MLFLOW_URL MLFLOW_DISABLE_TELEMETRY=true MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false
-export DO_NOT_TRACK=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_HUB_DISABLE_TELEMETRY=1
+export MLFLOW_TRACKING_URI=$MLFLOW_URL MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false
 
 pidfile() { echo "$STATE/$1.pid"; }
 
@@ -139,8 +139,8 @@ status() {
 
 env_lines() {
   cat <<EOF
-export PREFECT_HOME='$PREFECT_HOME' PREFECT_API_URL='$PREFECT_URL' PREFECT_SERVER_ANALYTICS_ENABLED=false
-export MLFLOW_TRACKING_URI='$MLFLOW_URL' MLFLOW_DISABLE_TELEMETRY=true DO_NOT_TRACK=1
+export PREFECT_HOME='$PREFECT_HOME' PREFECT_API_URL='$PREFECT_URL' MLFLOW_TRACKING_URI='$MLFLOW_URL'
+$("$PY" -c 'from eric.env import shell_exports; print(shell_exports())')
 EOF
 }
 

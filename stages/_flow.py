@@ -42,20 +42,9 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 if str(PROJECT_ROOT) not in sys.path[:1]:
     sys.path.insert(0, str(PROJECT_ROOT))
 
-import eric  # noqa: E402, F401  (applies eric.env defaults: offline hub, telemetry off)
+from eric.env import apply_prefect_defaults  # noqa: E402
 
-# Set before Prefect is imported: its settings are read once, at import.
-PREFECT_DEFAULTS = {
-    "PREFECT_HOME": str(PROJECT_ROOT / ".prefect"),
-    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-    # the ephemeral server needs 8-30 s on 2 busy cores; Prefect's default is 20
-    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
-    # stages use no blocks; skipping their registration shortens every start
-    "PREFECT_API_BLOCKS_REGISTER_ON_START": "false",
-    "PREFECT_LOGGING_LOG_PRINTS": "true",
-}
-for _key, _value in PREFECT_DEFAULTS.items():
-    os.environ.setdefault(_key, _value)
+apply_prefect_defaults(PROJECT_ROOT)  # before Prefect is imported: it reads its settings once
 
 from prefect import Flow, Task, flow  # noqa: E402
 from prefect.cache_policies import NO_CACHE  # noqa: E402

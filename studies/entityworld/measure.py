@@ -402,13 +402,10 @@ def _round(value, digits: int = 5):
 def log_study(plan: dict, outputs: Path) -> None:
     """The study as one MLflow parent run with a nested run per arm and seed (final numbers
     and the learning curve as step metrics)."""
-    import os
-
     import mlflow
 
     from eric.tracking import experiment_id, tracking_uri
 
-    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     mlflow.set_tracking_uri(tracking_uri())
     client = mlflow.MlflowClient()
     experiment = experiment_id(client, "study-entityworld")
