@@ -69,6 +69,11 @@ def numeric(flat: Mapping[str, Any]) -> dict[str, float]:
     }
 
 
+def corpus_experiment(params: Mapping[str, Any]) -> str:
+    """The MLflow experiment of a run: one per corpus, as eric/tracking.py logs the stages."""
+    return str((params.get("corpus") or {}).get("name") or "eric")
+
+
 def variant_names(params: Mapping[str, Any], chosen: Iterable[str] | None = None) -> list[str]:
     """The variants of this execution: those asked for, else params.yaml's `variants`."""
     if chosen:
@@ -192,13 +197,14 @@ def close_pipeline_run(
     curves = {v: stage_curves(client, exp_id, run_id, v, trained.get(v)) for v in variants}
     finals = aligned(per_variant)
     curve_names = sorted({k for c in curves.values() for k in c})
+    experiment = client.get_experiment(exp_id).name
     for variant, child in variant_runs.items():
         history = curves[variant]
         steps = [m for k in curve_names for m in history.get(k, [])]
         steps += [_metric(k, math.nan, 0) for k in curve_names if k not in history]  # the same names everywhere
         _log(client, child, metrics=_metrics(finals[variant]) + steps)
         if checkout is not None and ok:
-            log_model(client, child, checkout, params, variant, client.get_experiment(exp_id).name)
+            log_model(client, child, checkout, params, variant, experiment)
         client.set_terminated(child, "FINISHED" if ok else "FAILED")
     client.set_terminated(run_id, "FINISHED" if ok else "FAILED")
     share_variant_view(client, exp_id)
@@ -319,7 +325,6 @@ def log_model(client, run_id: str, checkout: Path, params: Mapping[str, Any], va
 
 # ---------------------------------------------------------------- after a plain `dvc repro`
 STAGE_ROLES = ("train_stage_one", "train_mentions", "evaluate", "report")  # the stages' own runs (eric/tracking.py)
-SHARED = ("mentions", "all")  # stage-run variants that belong to the pipeline, not to one variant
 
 
 def result_files(params: Mapping[str, Any]) -> list[str]:
@@ -378,7 +383,7 @@ def record_repro(root: Path, params: Mapping[str, Any], uri: str, git: Mapping[s
     model), the report as artifacts, and this repro's stage runs nested under them."""
     from mlflow import MlflowClient
 
-    experiment = str((params.get("corpus") or {}).get("name") or "eric")
+    experiment = corpus_experiment(params)
     variants = variant_names(params)
     commit = git.get("git_commit", "unknown")
     dvc_experiment = os.environ.get("DVC_EXP_NAME")  # set by DVC for the stages of a `dvc exp run`

@@ -162,7 +162,7 @@ def close_run(uri, exp_id, run_id, variant_runs, checkout, params, metrics, repo
 
 def mlflow_experiment(params: dict, overrides: dict[str, Any]) -> str:
     """One MLflow experiment per corpus, as eric/tracking.py does for the stages."""
-    return str(overrides.get("corpus.name") or (params.get("corpus") or {}).get("name") or "eric")
+    return str(overrides.get("corpus.name") or review.corpus_experiment(params))
 
 
 def stage_env(uri: str, experiment: str, parent_run: str, checkout: Path) -> dict[str, str]:

@@ -30,12 +30,12 @@ def record(params: Params) -> dict:
     from eric.review import record_repro, view_url
     from eric.tracking import git_state, tracking_uri
 
-    root = resolve_path(".")
-    recorded = record_repro(root, params.model_dump(), tracking_uri(), git_state(root))
+    root, uri = resolve_path("."), tracking_uri()
+    recorded = record_repro(root, params.model_dump(), uri, git_state(root))
     variants = ", ".join(f"{v} {r}" for v, r in recorded["variant_runs"].items())
-    uri, served = tracking_uri(), tracking_uri().startswith("http")
     print(f"review: MLflow pipeline run {recorded['run_id']} at {uri}; variant runs: {variants}; "
           f"{len(recorded['adopted'])} stage runs nested")
+    served = uri.startswith("http")  # else a local store, browsed with `mlflow ui`
     print(f"review: the variants table: {view_url(uri if served else 'http://127.0.0.1:5000', recorded['experiment_id'])}"
           + ("" if served else f" (with `mlflow ui --backend-store-uri {uri}` running)"))
     return recorded

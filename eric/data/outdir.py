@@ -101,8 +101,8 @@ def _leftover(sibling: Path, out_dir: Path) -> bool:
         os.kill(int(pid), 0)
     except ProcessLookupError:
         return True
-    except OSError:  # alive, another user's
-        return False
+    except PermissionError:  # alive, another user's
+        pass
     return False
 
 
@@ -129,7 +129,7 @@ class Staging:
         self.made = [p for p in out_dir.parents if not p.exists()]  # nearest first; removed on abort
         try:
             out_dir.parent.mkdir(parents=True, exist_ok=True)
-            self.removed = remove_leftovers(out_dir)
+            remove_leftovers(out_dir)
             self.path.mkdir()  # fails rather than reuse an existing folder
         except OSError as exc:
             raise OutputError(f"out-dir {out_dir}: cannot write there ({exc.strerror or exc})") from None
@@ -161,6 +161,7 @@ def output_lock(target: Path) -> Iterator[None]:
     """Hold an advisory lock on `target` (a file `.<name>.lock` beside it) for a whole run, so
     that a second run writing the same output refuses in one line instead of racing to
     replace it (the last one silently winning). The lock file goes when the run ends."""
+    target = Path(os.path.abspath(target))  # `out` and `./out` are one output
     lock = target.with_name(f".{target.name}.lock")
     made = [p for p in lock.parents if not p.exists()]  # nearest first; removed again if left empty
     try:

@@ -14,7 +14,6 @@ Every story either becomes an example or is skipped with a reason.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
@@ -137,7 +136,7 @@ def run_preprocess(
     eric.world). A second run into the same out-dir meanwhile refuses in one line."""
     if cfg.corpus.kind == "world" and world is None:
         raise ValueError("corpus.kind world: pass world=eric.world.corpus.write_world_corpus")
-    with output_lock(Path(os.path.abspath(resolve_path(cfg.preprocess.out_dir)))):
+    with output_lock(resolve_path(cfg.preprocess.out_dir)):
         return _preprocess(cfg, progress, overwrite, protect, world)
 
 

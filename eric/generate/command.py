@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -64,7 +63,7 @@ def sample_file(model_dir: Path, inputs: Path, out: Path, settings: Params, ment
     from eric.train.runtime import device_kind
 
     device = device_kind()
-    with output_lock(Path(os.path.abspath(out))):  # a second `eric sample --out` of this file refuses
+    with output_lock(out):  # a second `eric sample --out` of this file refuses
         check_out(out, inputs, overwrite)
         rows_in = read_inputs(inputs, settings.sample.num_inputs)
         model, tokenizer = load_stage_one(model_dir, device)

@@ -25,45 +25,39 @@ def _check_folder(path: Path, what: str, stage: str) -> None:
         raise SampleError(f"{path}: the tokenizer beside the {what} lacks {' and '.join(missing)} (run `{stage}` again)")
 
 
-def _load_error(path: Path, what: str, stage: str, exc: Exception) -> SampleError:
-    """One line for a folder that fails to load, with what to do; damaged weights named as such."""
-    if isinstance(exc, SafetensorError):
-        return SampleError(f"{path / 'model.safetensors'} is damaged ({_first_line(exc)}); "
-                           f"restore it (`dvc checkout`) or run `{stage}` again")
-    return SampleError(f"{path}: cannot load the {what} ({_first_line(exc)})")
-
-
 def _first_line(exc: Exception) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else exc.__class__.__name__
 
 
+def _load(path: Path, what: str, stage: str, model_class, device: str):
+    """(model in eval mode, tokenizer) from a folder checked first; a failure in one line with
+    what to do, damaged weights named as such. `model_class(path)` picks the class."""
+    from transformers import AutoTokenizer
+
+    _check_folder(path, what, stage)
+    try:
+        model = model_class(path).from_pretrained(path, local_files_only=True, use_safetensors=True)
+        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    except SafetensorError as exc:
+        raise SampleError(f"{path / 'model.safetensors'} is damaged ({_first_line(exc)}); "
+                          f"restore it (`dvc checkout`) or run `{stage}` again") from None
+    except (OSError, ValueError) as exc:
+        raise SampleError(f"{path}: cannot load the {what} ({_first_line(exc)})") from None
+    return model.to(device).eval(), tokenizer
+
+
 def load_stage_one(model_dir: str | Path, device: str = "cpu"):
     """(the variant's model in eval mode, tokenizer) from a train_stage_one output folder; the class
     (ERIC or a baseline, all EricForConditionalGeneration subclasses) is read from config.json."""
-    from transformers import AutoTokenizer
-
     from eric.model.registry import architecture_of
 
-    path, stage = Path(model_dir), "dvc repro train_stage_one"
-    _check_folder(path, "stage-one model", stage)
-    try:
-        model = architecture_of(path).from_pretrained(path, local_files_only=True, use_safetensors=True)
-        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-    except (OSError, ValueError, SafetensorError) as exc:
-        raise _load_error(path, "stage-one model", stage, exc) from None
-    return model.to(device).eval(), tokenizer
+    return _load(Path(model_dir), "stage-one model", "dvc repro train_stage_one", architecture_of, device)
 
 
 def load_mentions(model_dir: str | Path, device: str = "cpu"):
     """(BartForConditionalGeneration in eval mode, tokenizer) from the train_mentions output folder."""
-    from transformers import AutoTokenizer, BartForConditionalGeneration
+    from transformers import BartForConditionalGeneration
 
-    path, stage = Path(model_dir), "dvc repro train_mentions"
-    _check_folder(path, "mention model", stage)
-    try:
-        model = BartForConditionalGeneration.from_pretrained(path, local_files_only=True, use_safetensors=True)
-        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-    except (OSError, ValueError, SafetensorError) as exc:
-        raise _load_error(path, "mention model", stage, exc) from None
-    return model.to(device).eval(), tokenizer
+    return _load(Path(model_dir), "mention model", "dvc repro train_mentions",
+                 lambda path: BartForConditionalGeneration, device)
