@@ -306,6 +306,8 @@ class TrainParams(Section):
     eval_every: int | None = Field(None, ge=1)  # validation also every N steps (besides epochs)
     usage_window: int = Field(50, ge=1)  # steps over which distinct codebook states are counted
     length_grouping: bool = True
+    compile: bool = False  # torch.compile the model's forward + backward (nn.Module.compile, in place)
+    compile_backend: str = "inductor"  # torch.compile backend; "aot_eager" traces without code generation
     mlflow: bool = True
     progress: bool = True
 

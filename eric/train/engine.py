@@ -13,7 +13,7 @@ import logging
 import torch
 
 from eric.train.checkpoint import use_safe_loading
-from eric.train.runtime import init_distributed, prepare_environment
+from eric.train.runtime import device_kind, init_distributed, prepare_environment
 
 NO_DECAY = ("bias", "norm", "layernorm", "layer_norm")
 
@@ -46,8 +46,12 @@ def linear_schedule(total_steps: int, warmup_steps: int = 0):
     return factor
 
 
-def build_optimizer(model, lr: float, weight_decay: float, total_steps: int, warmup_steps: int = 0):
-    optimizer = torch.optim.AdamW(parameter_groups(model, weight_decay), lr=lr)
+def build_optimizer(model, lr: float, weight_decay: float, total_steps: int, warmup_steps: int = 0,
+                    fused: bool | None = None):
+    """AdamW + the schedule. `fused` (default: on CUDA) updates every tensor in one kernel; CPU
+    keeps torch's default path, so CPU runs keep their committed results."""
+    fused = device_kind() == "cuda" if fused is None else fused
+    optimizer = torch.optim.AdamW(parameter_groups(model, weight_decay), lr=lr, fused=fused or None)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, linear_schedule(total_steps, warmup_steps))
     return optimizer, scheduler
 
@@ -70,3 +74,11 @@ def initialize(model: torch.nn.Module, ds_config: dict, *, lr: float, weight_dec
         # for an all-reduce over one process (a few % of a tiny-model CPU step)
         engine.enable_backward_allreduce = False
     return engine
+
+
+def compile_in_place(model: torch.nn.Module, backend: str = "inductor") -> None:
+    """torch.compile `model`'s forward (and so its backward) in place: the module keeps its
+    parameter names, so checkpoints and `save_pretrained` are unchanged. torch's automatic
+    dynamic shapes apply: a shape that changes between batches (lengths, unit counts) is
+    recompiled once as symbolic, not once per value."""
+    model.compile(backend=backend)

@@ -30,7 +30,7 @@ from eric.train.checkpoint import (
 from eric.train.codebook import CodebookCare, CodebookProbe
 from eric.train.data_order import DataOrder, eval_batches
 from eric.train.ds_config import build_ds_config
-from eric.train.engine import initialize
+from eric.train.engine import compile_in_place, initialize
 from eric.train.errors import TrainError
 from eric.train.meters import (
     Averager,
@@ -66,6 +66,8 @@ class LoopSettings:
     eval_at_start: bool = True
     usage_window: int = 50  # steps over which distinct codebook states are counted
     length_grouping: bool = True
+    compile: bool = False  # torch.compile the model in place (state_dict names unchanged)
+    compile_backend: str = "inductor"
     progress: bool = True
 
     @classmethod
@@ -191,6 +193,8 @@ class Trainer:
             model, self.ds_config, lr=settings.lr, weight_decay=settings.weight_decay,
             total_steps=self.total_steps, warmup_steps=settings.warmup_steps,
         )
+        if settings.compile:
+            compile_in_place(self.engine.module, settings.compile_backend)
         self.checkpoints = CheckpointManager(
             checkpoint_dir, self.rank, settings.keep_checkpoints, fingerprint
         )

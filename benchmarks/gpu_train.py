@@ -1,0 +1,242 @@
+"""Training throughput at the data's real shape: token-budget batches, eager vs compiled.
+
+    python benchmarks/gpu_train.py [--size base] [--micro-tokens 16384] [--accum 2]
+                                   [--steps 12] [--warmup 4] [--modes eager compiled] [--out FILE.json]
+
+gpu_check.py times full-length synthetic rows (16 x (128 + 256) tokens); this script times
+what a run on the corpus does. It encodes the processed training split
+(`data/processed/stage_one/train.parquet`) with the project's tokenizer and collator
+(`models/tokenizer`, lengths 128 + 512, the paper's), sorts the rows by length, and packs
+micro-batches up to --micro-tokens padded tokens (source + target), --accum of them a step.
+For ERIC and BART (transformers' BartForConditionalGeneration of the same dimensions) it
+runs a plain loop (AdamW, fused on CUDA; bf16 autocast on CUDA; clipping) eagerly and with
+`nn.Module.compile` (what `train.compile: true` does), and reports:
+
+  tokens/s      real (non-padding) source + target tokens per second: median over the steps
+                after --warmup (compilation happens in the warm-up)
+  padding       padded tokens that are padding, over the timed steps
+  MFU (count)   FLOPs of the timed steps' forward + backward, counted by torch's
+                FlopCounterMode on every micro-batch shape, x steps/s / the card's peak
+  MFU (6N)      the rule of thumb: 6 x parameters x real tokens per second / the card's peak
+  ops, syncs    operators and host syncs of one eager training step (forward + backward) on
+                one micro-batch, counted below autograd (benchmarks/op_count.py): the CPU proxy
+                of host overhead
+  graph breaks  where `compiled` runs: the graph breaks torch.compile recorded (0 = one graph)
+
+Figures are written to --out after each model and mode (eager ones first), so a run cut
+short keeps what it measured. On CPU it runs at a toy size (that is how the test runs it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import torch
+import torch._dynamo
+from torch.utils.flop_counter import FlopCounterMode
+from transformers import BartForConditionalGeneration
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_model import bart_config  # noqa: E402
+from gpu_check import peak_gib, peak_tflops, reset_peak, synchronize  # noqa: E402
+from op_count import OpCounter  # noqa: E402
+
+from eric.config import ModelParams  # noqa: E402
+from eric.data.collate import StageOneCollator  # noqa: E402
+from eric.data.tokenizer import load_tokenizer, special_token_ids  # noqa: E402
+from eric.model import EricForConditionalGeneration  # noqa: E402
+from eric.model.variants import build_config  # noqa: E402
+from eric.train.engine import build_optimizer, compile_in_place  # noqa: E402
+from eric.train.runtime import device_kind  # noqa: E402
+
+BART_KEYS = ("input_ids", "attention_mask", "labels")
+
+
+def encode_split(split: Path, tokenizer, max_source: int, max_target: int, limit: int | None) -> list:
+    """The split's rows as the collator encodes them (EncodedRow), in file order."""
+    rows = pq.read_table(split).to_pylist()[:limit]
+    collator = StageOneCollator(tokenizer, max_source, max_target)
+    return [collator.encode(row) for row in rows], collator
+
+
+def padded_tokens(rows: list) -> int:
+    return len(rows) * (max(len(r.source) for r in rows) + max(len(r.labels) for r in rows))
+
+
+def token_batches(encoded: list, micro_tokens: int) -> list[list[int]]:
+    """Row indices per micro-batch: rows sorted by target then source length, packed while
+    the padded batch stays within `micro_tokens` (a row longer than that goes alone)."""
+    order = sorted(range(len(encoded)), key=lambda i: (len(encoded[i].labels), len(encoded[i].source)))
+    batches, current = [], []
+    for i in order:
+        if current and padded_tokens([encoded[j] for j in [*current, i]]) > micro_tokens:
+            batches.append(current)
+            current = []
+        current.append(i)
+    return [*batches, current] if current else batches
+
+
+def steps_of(batches: list[list[int]], accum: int, n_steps: int, seed: int = 0) -> list[list[list[int]]]:
+    """`n_steps` optimizer steps of `accum` micro-batches, drawn in a seeded order (cycling)."""
+    order = torch.randperm(len(batches), generator=torch.Generator().manual_seed(seed)).tolist()
+    picks = [batches[order[k % len(order)]] for k in range(n_steps * accum)]
+    return [picks[s * accum:(s + 1) * accum] for s in range(n_steps)]
+
+
+def build(name: str, size: str, vocab: int, ids) -> torch.nn.Module:
+    torch.manual_seed(0)
+    config = build_config(ModelParams(size=size), "eric", vocab, ids)
+    return EricForConditionalGeneration(config) if name == "eric" else BartForConditionalGeneration(bart_config(config))
+
+
+def to_device(batch: dict, name: str) -> dict:
+    keys = BART_KEYS if name == "bart" else batch
+    return {k: batch[k].to(device_kind(), non_blocking=True) for k in keys}
+
+
+def micro_flops(model, batch: dict, bf16: bool) -> int:
+    with FlopCounterMode(display=False) as counter:
+        with torch.autocast(device_kind(), dtype=torch.bfloat16, enabled=bf16):
+            loss = model(**batch).loss
+        loss.backward()
+    model.zero_grad(set_to_none=True)
+    return counter.get_total_flops()
+
+
+def eager_step_counts(model, batch: dict) -> dict:
+    with OpCounter() as counter:
+        model(**batch).loss.backward()
+    model.zero_grad(set_to_none=True)
+    return {"ops_per_micro_step": counter.total, "syncs_per_micro_step": counter.syncs}
+
+
+def graph_breaks() -> int:
+    return sum(torch._dynamo.utils.counters["graph_break"].values())
+
+
+def run_mode(name: str, mode: str, steps: list, collator, encoded: list, args, bf16: bool) -> dict:
+    model = build(name, args.size, args.vocab, collator.ids).to(device_kind()).train()
+    optimizer, _ = build_optimizer(model, 1e-4, 0.0, total_steps=len(steps))
+    batches = [[to_device(collator.pad([encoded[i] for i in micro]), name) for micro in step] for step in steps]
+    result = {}
+    if mode == "eager":
+        result.update(eager_step_counts(model, batches[0][0]))
+    else:
+        torch._dynamo.reset()
+        compile_in_place(model, args.backend)
+    reset_peak()
+    durations = []
+    for step in batches:
+        synchronize()
+        start = time.perf_counter()
+        for batch in step:
+            with torch.autocast(device_kind(), dtype=torch.bfloat16, enabled=bf16):
+                loss = model(**batch).loss / len(step)
+            loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        synchronize()
+        durations.append(time.perf_counter() - start)
+    timed = steps[args.warmup:] or steps
+    real = sum(int((b["attention_mask"] != 0).sum()) + int((b["labels"] != -100).sum())
+               for step in batches[args.warmup:] or batches for b in step)
+    padded = sum(padded_tokens([encoded[i] for i in micro]) for step in timed for micro in step)
+    seconds = statistics.median(durations[args.warmup:] or durations)
+    result.update({"step_seconds": seconds, "tokens_per_step": real / len(timed),
+                   "tokens_per_s": real / len(timed) / seconds, "padding": 1 - real / padded,
+                   "peak_gib": peak_gib(), "first_step_seconds": durations[0]})
+    if mode == "compiled":
+        result["graph_breaks"] = graph_breaks()
+    return result, model
+
+
+def add_mfu(result: dict, flops_per_step: float, params: int, peak: float | None) -> None:
+    steps_per_s = 1 / result["step_seconds"]
+    result["step_tflop"] = flops_per_step / 1e12
+    result["mfu_count"] = flops_per_step * steps_per_s / (peak * 1e12) if peak else None
+    result["mfu_6n"] = 6 * params * result["tokens_per_s"] / (peak * 1e12) if peak else None
+
+
+def check(name: str, mode: str, args, collator, encoded, steps, bf16: bool, figures: dict) -> None:
+    """Time one model in one mode and add its figures (MFU from the FLOPs counted once per model)."""
+    results = figures["results"].setdefault(name, {})
+    result, model = run_mode(name, mode, steps, collator, encoded, args, bf16)
+    if "step_flops" not in results:  # counted on the module as built: compiling changes no arithmetic
+        timed = steps[args.warmup:] or steps
+        results["step_flops"] = sum(micro_flops(model, to_device(collator.pad([encoded[i] for i in micro]), name), bf16)
+                                    for step in timed for micro in step) / len(timed)
+        results["params_m"] = sum(p.numel() for p in model.parameters()) / 1e6
+    add_mfu(result, results["step_flops"], int(results["params_m"] * 1e6), figures["meta"]["peak_tflops"])
+    results[mode] = result
+    if args.out:
+        args.out.write_text(json.dumps(figures, indent=2))
+    print(f"{name} {mode}: {result['tokens_per_s']:,.0f} tokens/s, padding {result['padding']:.1%}, "
+          f"first step {result['first_step_seconds']:.1f} s", flush=True)
+
+
+def report(figures: dict) -> None:
+    meta, results = figures["meta"], figures["results"]
+    print(f"device {meta['device']}, size {meta['size']}, {meta['micro_tokens']} padded tokens a micro-batch x "
+          f"{meta['accum']}, {meta['steps']} steps (median after {meta['warmup']}), peak {meta['peak_tflops']} TFLOP/s")
+    fmt = lambda v, spec: "n/a" if v is None else format(v, spec)  # noqa: E731
+    rows = [("tokens/s", "tokens_per_s", ",.0f"), ("real tokens a step", "tokens_per_step", ",.0f"),
+            ("padding", "padding", ".1%"), ("MFU (FLOP count)", "mfu_count", ".1%"), ("MFU (6N)", "mfu_6n", ".1%"),
+            ("peak GiB", "peak_gib", ".2f"), ("ops / micro step", "ops_per_micro_step", ",.0f"),
+            ("syncs / micro step", "syncs_per_micro_step", ",.0f"), ("graph breaks", "graph_breaks", ",.0f")]
+    print(f"{'':24} {'mode':>9} {'ERIC':>12} {'BART':>12} {'ERIC/BART':>10}")
+    for mode in meta["modes"]:
+        for label, key, spec in rows:
+            e, b = (results.get(n, {}).get(mode, {}).get(key) for n in ("eric", "bart"))
+            if e is None and b is None:
+                continue
+            ratio = fmt(e / b if e is not None and b else None, ".3f")
+            print(f"{label:24} {mode:>9} {fmt(e, spec):>12} {fmt(b, spec):>12} {ratio:>10}")
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", default="base", choices=["tiny", "base"])
+    parser.add_argument("--vocab", type=int, default=50265 + 101, help="bart-base's vocabulary + ERIC's tokens")
+    parser.add_argument("--split", type=Path, default=Path("data/processed/stage_one/train.parquet"))
+    parser.add_argument("--tokenizer", type=Path, default=Path("models/tokenizer"))
+    parser.add_argument("--max-source", type=int, default=128)
+    parser.add_argument("--max-target", type=int, default=512)
+    parser.add_argument("--rows", type=int, default=None, help="read only the split's first rows")
+    parser.add_argument("--micro-tokens", type=int, default=16384, help="padded tokens per micro-batch, at most")
+    parser.add_argument("--accum", type=int, default=2, help="micro-batches per optimizer step")
+    parser.add_argument("--steps", type=int, default=12)
+    parser.add_argument("--warmup", type=int, default=4)
+    parser.add_argument("--modes", nargs="+", default=["eager", "compiled"], choices=["eager", "compiled"])
+    parser.add_argument("--backend", default="inductor", help="torch.compile backend of `compiled`")
+    parser.add_argument("--models", nargs="+", default=["bart", "eric"], choices=["eric", "bart"])
+    parser.add_argument("--peak-tflops", type=float, default=None)
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args(argv)
+    bf16 = torch.cuda.is_available()
+    tokenizer = load_tokenizer(args.tokenizer)
+    encoded, collator = encode_split(args.split, tokenizer, args.max_source, args.max_target, args.rows)
+    steps = steps_of(token_batches(encoded, args.micro_tokens), args.accum, args.steps)
+    figures = {"meta": {"device": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu",
+                        "size": args.size, "micro_tokens": args.micro_tokens, "accum": args.accum,
+                        "steps": args.steps, "warmup": args.warmup, "modes": args.modes, "backend": args.backend,
+                        "bf16": bf16, "fused_adamw": device_kind() == "cuda", "rows": len(encoded),
+                        "peak_tflops": peak_tflops(args), "torch": torch.__version__},
+               "results": {}}
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+    for mode in args.modes:  # every eager figure first: compiling ERIC is the longest part
+        for name in args.models:
+            check(name, mode, args, collator, encoded, steps, bf16, figures)
+    report(figures)
+    return figures
+
+
+if __name__ == "__main__":
+    main()
