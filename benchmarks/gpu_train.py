@@ -100,6 +100,22 @@ def to_device(batch: dict, name: str) -> dict:
     return {k: batch[k].to(device_kind(), non_blocking=True) for k in keys}
 
 
+def pad_to_multiple(batch: dict, multiple: int, pad_id: int) -> dict:
+    """Source and target padded to a multiple of `multiple` tokens: fewer distinct shapes for
+    the kernels that plan per shape (cuDNN attention, compiled graphs)."""
+    fill = {"input_ids": pad_id, "attention_mask": 0, "labels": -100}
+    out = dict(batch)
+    for key, value in fill.items():
+        extra = -batch[key].shape[1] % multiple
+        out[key] = torch.nn.functional.pad(batch[key], (0, extra), value=value)
+    return out
+
+
+def padded(collator, rows: list, multiple: int) -> dict:
+    batch = collator.pad(rows)
+    return pad_to_multiple(batch, multiple, collator.ids.pad) if multiple > 1 else batch
+
+
 def micro_flops(model, batch: dict, bf16: bool) -> int:
     with FlopCounterMode(display=False) as counter:
         with torch.autocast(device_kind(), dtype=torch.bfloat16, enabled=bf16):
@@ -123,7 +139,8 @@ def graph_breaks() -> int:
 def run_mode(name: str, mode: str, steps: list, collator, encoded: list, args, bf16: bool) -> dict:
     model = build(name, args.size, args.vocab, collator.ids).to(device_kind()).train()
     optimizer, _ = build_optimizer(model, 1e-4, 0.0, total_steps=len(steps))
-    batches = [[to_device(collator.pad([encoded[i] for i in micro]), name) for micro in step] for step in steps]
+    batches = [[to_device(padded(collator, [encoded[i] for i in micro], args.pad_multiple), name) for micro in step]
+               for step in steps]
     result = {}
     if mode == "eager":
         result.update(eager_step_counts(model, batches[0][0]))
@@ -147,10 +164,11 @@ def run_mode(name: str, mode: str, steps: list, collator, encoded: list, args, b
     timed = steps[args.warmup:] or steps
     real = sum(int((b["attention_mask"] != 0).sum()) + int((b["labels"] != -100).sum())
                for step in batches[args.warmup:] or batches for b in step)
-    padded = sum(padded_tokens([encoded[i] for i in micro]) for step in timed for micro in step)
+    slots = sum(int(b["input_ids"].numel() + b["labels"].numel()) for step in batches[args.warmup:] or batches
+                 for b in step)
     seconds = statistics.median(durations[args.warmup:] or durations)
     result.update({"step_seconds": seconds, "tokens_per_step": real / len(timed),
-                   "tokens_per_s": real / len(timed) / seconds, "padding": 1 - real / padded,
+                   "tokens_per_s": real / len(timed) / seconds, "padding": 1 - real / slots,
                    "peak_gib": peak_gib(), "first_step_seconds": durations[0]})
     if mode == "compiled":
         result["graph_breaks"] = graph_breaks()
@@ -170,7 +188,8 @@ def check(name: str, mode: str, args, collator, encoded, steps, bf16: bool, figu
     result, model = run_mode(name, mode, steps, collator, encoded, args, bf16)
     if "step_flops" not in results:  # counted on the module as built: compiling changes no arithmetic
         timed = steps[args.warmup:] or steps
-        results["step_flops"] = sum(micro_flops(model, to_device(collator.pad([encoded[i] for i in micro]), name), bf16)
+        results["step_flops"] = sum(micro_flops(model, to_device(padded(collator, [encoded[i] for i in micro],
+                                                                          args.pad_multiple), name), bf16)
                                     for step in timed for micro in step) / len(timed)
         results["params_m"] = sum(p.numel() for p in model.parameters()) / 1e6
     add_mfu(result, results["step_flops"], int(results["params_m"] * 1e6), figures["meta"]["peak_tflops"])
@@ -211,6 +230,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--rows", type=int, default=None, help="read only the split's first rows")
     parser.add_argument("--micro-tokens", type=int, default=16384, help="padded tokens per micro-batch, at most")
     parser.add_argument("--accum", type=int, default=2, help="micro-batches per optimizer step")
+    parser.add_argument("--pad-multiple", type=int, default=1, help="pad lengths to a multiple of this")
+    parser.add_argument("--no-cudnn-attention", action="store_true",
+                        help="keep SDPA off cuDNN's kernels (flash / memory-efficient instead)")
     parser.add_argument("--steps", type=int, default=12)
     parser.add_argument("--warmup", type=int, default=4)
     parser.add_argument("--modes", nargs="+", default=["eager", "compiled"], choices=["eager", "compiled"])
@@ -220,12 +242,15 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     bf16 = torch.cuda.is_available()
+    if args.no_cudnn_attention:
+        torch.backends.cuda.enable_cudnn_sdp(False)
     tokenizer = load_tokenizer(args.tokenizer)
     encoded, collator = encode_split(args.split, tokenizer, args.max_source, args.max_target, args.rows)
     steps = steps_of(token_batches(encoded, args.micro_tokens), args.accum, args.steps)
     figures = {"meta": {"device": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu",
                         "size": args.size, "micro_tokens": args.micro_tokens, "accum": args.accum,
                         "steps": args.steps, "warmup": args.warmup, "modes": args.modes, "backend": args.backend,
+                        "pad_multiple": args.pad_multiple, "cudnn_attention": not args.no_cudnn_attention,
                         "bf16": bf16, "fused_adamw": device_kind() == "cuda", "rows": len(encoded),
                         "peak_tflops": peak_tflops(args), "torch": torch.__version__},
                "results": {}}
