@@ -58,9 +58,8 @@ class PreprocessParams(Section):
     max_unit_chars: int = Field(2000, ge=10)  # longer "sentences" are markup residue
     raw_char_budget: int = Field(8000, ge=100)  # raw text read per story; 16 units fit
     entity_labels: list[str] = ["PERSON", "ORG"]
-    # false (paper, authors' code): only tagged spans get a placeholder; true: a later
-    # untagged exact occurrence of a tagged name gets it too (stats.json counts both)
-    propagate_mentions: bool = False
+    # resolve: people by name tokens, untagged repeats too; paper: the authors' substring merge; exact: paper + later repeats
+    mentions: Literal["resolve", "paper", "exact"] = "resolve"
     max_entities: int = Field(100, ge=1, le=1000)
     split_ratio: tuple[int, int, int] = (18, 1, 1)
     stage_two_separator: str = " </s> "

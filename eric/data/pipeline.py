@@ -158,7 +158,7 @@ def _preprocess(cfg: Params, progress: bool, overwrite: bool, protect: dict[str,
     dedupe = Deduper()
     tasks = _tasks(stories, pp, skips, dedupe, nlp)
     docs = nlp.pipe(tasks, as_tuples=True, n_process=pp.n_process, batch_size=pp.batch_size)
-    stats = PreprocessStats(corpus=corpus.name, propagate_mentions=pp.propagate_mentions)
+    stats = PreprocessStats(corpus=corpus.name, mentions=pp.mentions)
     writer = DatasetWriter(out_dir)
     try:
         for doc, task in tqdm(docs, desc=f"preprocess {corpus.name}", unit="story", disable=not progress):
@@ -185,7 +185,7 @@ def _write_example(doc, task: Task, pp: PreprocessParams, skips, dedupe: Deduper
         return
     if dedupe.example(seg.input, *seg.units):
         return skips.skip("duplicate")
-    anon = anonymize(seg.units, seg.spans, pp.max_entities, propagate=pp.propagate_mentions)
+    anon = anonymize(seg.units, seg.spans, pp.max_entities, mode=pp.mentions)
     story = task.story
     split = assign_split(story.title or story.id, pp.split_ratio)
     row = stage_one_row(story.id, story.title, seg.input, anon)
@@ -196,6 +196,7 @@ def _write_example(doc, task: Task, pp: PreprocessParams, skips, dedupe: Deduper
     stats.splits[split].add(
         seg.input, " ".join(seg.units), len(seg.units), anon.n_entities,
         mentions=len(anon.mentions), propagated=anon.propagated, names_left=anon.names_left,
+        ambiguous=anon.ambiguous,
     )
     stats.over_cap_mentions += anon.over_cap_mentions
     stats.stories_over_cap += anon.over_cap_mentions > 0

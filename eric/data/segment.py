@@ -43,7 +43,7 @@ def spans_by_unit(doc, offsets: list[tuple[int, int]], labels: set[str]) -> list
             break
         start, _ = offsets[index]
         if ent.start_char >= start:  # spans crossing a unit boundary are dropped
-            per_unit[index].append(Span(ent.start_char - start, ent.end_char - start, ent.text))
+            per_unit[index].append(Span(ent.start_char - start, ent.end_char - start, ent.text, ent.label_))
     return per_unit
 
 
