@@ -68,6 +68,13 @@ class PreprocessParams(Section):
     batch_size: int = Field(64, ge=1)
     out_dir: str = "data/processed"
 
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "propagate_mentions" in data:  # an older params file
+            raise ValueError("propagate_mentions is now mentions: paper (false), exact (true) or resolve (the default)")
+        return data
+
     @model_validator(mode="after")
     def _check(self) -> "PreprocessParams":
         if self.min_target_units > self.max_target_units:

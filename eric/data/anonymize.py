@@ -38,8 +38,10 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from eric.data.coreference import (
-    AMBIGUOUS, StoryEntities, name_key, names_pattern, reader_names, split_pairs, title_length, with_title,
+    AMBIGUOUS, PART, StoryEntities, in_longer_name, name_key, names_pattern, reader_names, split_pairs, title_length,
+    with_title,
 )
+from eric.data.name_cues import recurring_names, unit_cues
 from eric.data.schema import placeholder
 
 MentionMode = Literal["resolve", "paper", "exact"]
@@ -63,6 +65,7 @@ class Anonymized:
     propagated: int = 0  # plain-text occurrences given a placeholder
     names_left: int = 0  # occurrences of the story's names (and their short forms) still plain text
     ambiguous: int = 0  # of names_left: short names several tagged people share (resolve)
+    ambiguous_names: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -123,8 +126,9 @@ def _apply(units: list[str], replaced: list[list[tuple[int, int, str, str]]], ou
         out.unit_entities.append(tags)
 
 
-def _count_left(out: Anonymized, spans: list[list[Span]], ambiguous: set[str] = frozenset()) -> None:
-    """`names_left`: the reader's count of names still plain text in the final units."""
+def _count_left(out: Anonymized, spans: list[list[Span]], ambiguous: set[str]) -> None:
+    """`names_left`: the reader's count of names still plain text in the final units, the
+    input's and the target's tagged names (the same in every mode)."""
     pattern = names_pattern(reader_names([(s.text, s.label) for unit in spans for s in unit]))
     for unit in out.units if pattern else ():
         for match in pattern.finditer(unit):
@@ -133,49 +137,86 @@ def _count_left(out: Anonymized, spans: list[list[Span]], ambiguous: set[str] = 
 
 
 def anonymize(
-    units: list[str], spans: list[list[Span]], max_entities: int, mode: MentionMode = "resolve"
+    units: list[str], spans: list[list[Span]], max_entities: int, mode: MentionMode = "resolve",
+    known: list[Span] = (), other_names: set[str] = frozenset(),
 ) -> Anonymized:
-    """Replace entity spans in every unit; spans per unit must not overlap."""
+    """Replace entity spans in every unit; spans per unit must not overlap. `known`: the
+    input's spans (unit 1, never replaced): names the story introduces before its target;
+    `other_names`: texts the tagger gave another label (places...): never names here."""
     spans = spans[: len(units)]
     if mode == "resolve":
-        out = _resolve(units, spans, max_entities)
+        out = _resolve(units, spans, max_entities, list(known), other_names)
     else:
         out = _paper(units, spans, max_entities, propagate=mode == "exact")
+    _count_left(out, [list(known)] + spans, out.ambiguous_names)
     return out
 
 
-def _resolve(units: list[str], spans: list[list[Span]], max_entities: int) -> Anonymized:
-    """Entities from all tagged spans first, then numbering in text order (module docstring)."""
-    people = {name_key(s.text) for unit_spans in spans for s in unit_spans if s.label == "PERSON"}
-    spans = [[Span(start, start + len(text), text, s.label) for s in sorted(unit_spans, key=lambda s: s.start)
-              for start, text in split_pairs(s.start, s.text, s.label, people)] for unit_spans in spans]
-    names = [[(with_title(unit, s.start, s.text), s.label) for s in unit_spans] for unit, unit_spans in zip(units, spans)]
-    story = StoryEntities([name for unit_names in names for name in unit_names])
+def _resolve(units: list[str], tagged: list[list[Span]], max_entities: int, known: list[Span],
+             other_names: set[str]) -> Anonymized:
+    """Entities from all the story's names first, then numbering in text order (module docstring)."""
+    spans, cued, aliases = _story_spans(units, tagged, known)
+    names = [[_identity(unit, s, unit_spans) for s in unit_spans] for unit, unit_spans in zip(units, spans)]
+    named = [s.text for unit_spans in spans for s in unit_spans] + [s.text for s in known] + list(other_names)
+    recurring = recurring_names(units, {w for text in named for w in text.split()})
+    story = StoryEntities([(s.text, s.label) for s in known] + [name for unit_names in names for name in unit_names]
+                          + [(w, "PERSON") for w in sorted(recurring)], aliases)
     plain = story.plain_names()
-    ambiguous = {name for name, entity in plain.items() if entity is AMBIGUOUS}
-    found = [[(s.start, s.end, story.entity(*name), s.text, False) for s, name in zip(unit_spans, unit_names)]
-             for unit_spans, unit_names in zip(spans, names)]
+    found = [[(s.start, s.end, story.entity(*name), s.text, (i, s.start) in cued)
+              for s, name in zip(unit_spans, unit_names)] for i, (unit_spans, unit_names) in enumerate(zip(spans, names))]
     for index, match in _plain_matches(units, found, names_pattern(n for n, e in plain.items() if e is not AMBIGUOUS)):
+        orgs = [f[:2] for f in found[index] if f[2].kind == "org"]  # "[Scuderia Corsa] Ferrari": two names
+        if in_longer_name(units[index], match.start(), match.end(), orgs):
+            continue
         start = match.start() + title_length(match.group())  # "Mrs. Gorry": the title stays text, as when tagged
         found[index].append((start, match.end(), plain[match.group()], match.group()[start - match.start():], True))
     out = Anonymized(units=[], unit_entities=[], mentions=[], n_entities=0)
-    tags: dict = {}  # entity -> placeholder, by first occurrence
+    _apply(units, _numbered(found, max_entities, out), out)
+    out.ambiguous_names = {name for name, entity in plain.items() if entity is AMBIGUOUS}
+    return out
+
+
+def _identity(unit: str, span: Span, unit_spans: list[Span]) -> tuple[str, str]:
+    """(text, label) that decide a span's entity: "Mrs. Gorry" with its title; a one-word
+    PERSON inside a longer name labelled PART (the tagger's "[Na] [Hyun]" is one name too)."""
+    covered = [(s.start, s.end) for s in unit_spans if s.label != "PERSON" or s is span]
+    if span.label == "PERSON" and in_longer_name(unit, span.start, span.end, covered):
+        return span.text, PART
+    return with_title(unit, span.start, span.text), span.label
+
+
+def _story_spans(units: list[str], tagged: list[list[Span]], known: list[Span]):
+    """The tagged spans with pairs split ("Harold and Vali") and the text's cues added
+    (eric/data/name_cues.py); the cues' (unit, start); acronym -> the name it abbreviates."""
+    people = {name_key(s.text) for unit_spans in [known] + tagged for s in unit_spans if s.label == "PERSON"}
+    spans = [[Span(start, start + len(text), text, s.label) for s in sorted(unit_spans, key=lambda s: s.start)
+              for start, text in split_pairs(s.start, s.text, s.label, people)] for unit_spans in tagged]
+    words = {w for name in people for w in name.split()}
+    cues = [unit_cues(unit, [(s.start, s.end, s.text, s.label) for s in unit_spans], words)
+            for unit, unit_spans in zip(units, spans)]
+    aliases = {c.text: (c.alias_of, "ORG") for unit_cues_ in cues for c in unit_cues_ if c.alias_of}
+    spans = [sorted(unit_spans + [Span(c.start, c.end, c.text, c.label) for c in unit_cues_], key=lambda s: s.start)
+             for unit_spans, unit_cues_ in zip(spans, cues)]
+    return spans, {(i, c.start) for i, unit_cues_ in enumerate(cues) for c in unit_cues_}, aliases
+
+
+def _numbered(found: list[list[tuple]], max_entities: int, out: Anonymized) -> list[list[tuple[int, int, str, str]]]:
+    """Placeholders by each entity's first occurrence; an entity past the cap stays text."""
+    tags: dict = {}
     replaced = []
     for unit_found in found:
         kept = []
-        for start, end, entity, text, propagated in sorted(unit_found, key=lambda f: f[0]):
+        for start, end, entity, text, untagged in sorted(unit_found, key=lambda f: f[0]):
             if entity not in tags and len(tags) < max_entities:
                 tags[entity] = placeholder(len(tags))
             if entity not in tags:
-                out.over_cap_mentions += not propagated
+                out.over_cap_mentions += not untagged
                 continue
-            out.propagated += propagated
+            out.propagated += untagged
             kept.append((start, end, tags[entity], text))
         replaced.append(kept)
-    _apply(units, replaced, out)
     out.n_entities = len(tags)
-    _count_left(out, spans, ambiguous)
-    return out
+    return replaced
 
 
 def _paper(units: list[str], spans: list[list[Span]], max_entities: int, propagate: bool) -> Anonymized:
@@ -204,7 +245,6 @@ def _paper(units: list[str], spans: list[list[Span]], max_entities: int, propaga
                 out.propagated += 1
     _apply(units, replaced, out)
     out.n_entities = table.n_placeholders
-    _count_left(out, spans)
     return out
 
 

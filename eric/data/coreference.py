@@ -15,7 +15,8 @@ A tagged span is an entity name; the tagger's label decides how names relate:
 
 Titles ("Mr.", "Dr.") and possessives ("'s") are dropped from a name before it is
 compared, except a woman's title before a lone surname: "Mrs. Gorry" is its own entity,
-since a story's "Mrs. Gorry" is usually the wife or mother of its Gorry, not him. `plain_names` says what to look for in untagged text: full names, and first
+since a story's "Mrs. Gorry" is usually the wife or mother of its Gorry, not him.
+`plain_names` says what to look for in untagged text: full names, and first
 names and surnames that name exactly one person (AMBIGUOUS otherwise: left as text).
 The whole story's tagged spans are read before any decision, so a surname resolves the
 same way before and after the full name appears.
@@ -33,7 +34,11 @@ TITLES = frozenset(
 )
 WOMENS_TITLES = frozenset("Mrs Ms Miss Lady Dame Madame Mme".split())  # "Mrs. Gorry" is not Patrick Gorry
 SUFFIXES = frozenset("Jr Sr II III IV".split())
+# "Theramyt Biologics Private Limited" is "Theramyt" again later: the words a company drops
+CORPORATE = frozenset("Inc Ltd Limited Private Pvt LLC Corp Corporation Co Company Group Holdings Biologics "
+                      "Technologies Solutions Films Pictures Records Studios".split())
 AMBIGUOUS = None  # a plain_names value: a short name several people share
+PART = "PART"  # the label of a one-word tagged span that is part of a longer, untagged name
 _POSSESSIVE = re.compile(r"(?:['’]s|['’])$")
 _NAME_TOKEN = re.compile(r"[A-Z][\w'’-]*\w$")  # capitalised, not an initial ("F.")
 
@@ -43,6 +48,8 @@ def name_key(text: str) -> str:
     words = _POSSESSIVE.sub("", text.strip()).split()
     if words and words[0].lower() == "the":
         words = words[1:]
+    while len(words) > 1 and words[-1].islower():  # the tagger's "YouTube of"
+        words = words[:-1]
     while len(words) > 1 and words[0].rstrip(".") in TITLES and not _womans_surname(words):
         words = words[1:]
     return " ".join(words) or text
@@ -68,6 +75,23 @@ def with_title(unit: str, start: int, text: str) -> str:
     return f"{title.group(1)} {text}" if title else text
 
 
+_NEXT_CAPITAL = re.compile(r" [A-Z]")
+_PREVIOUS_CAPITAL = re.compile(r"(?<=.)(?<![.!?:;\"“(] )(?<!^)\b(?P<word>[A-Z][\w'’-]*) $")
+
+
+def in_longer_name(unit: str, start: int, end: int, covered: list[tuple[int, int]] = ()) -> bool:
+    """A one-word name written next to another capitalised word outside the `covered`
+    (tagged) spans ("Tom Hanks", "Han So Ran", "Quigley Industries"): a different,
+    longer name, not this story's Tom or Han."""
+    if " " in unit[start:end]:
+        return False
+    free = lambda i: all(not s <= i < e for s, e in covered)  # noqa: E731
+    following = _NEXT_CAPITAL.match(unit, end)
+    previous = _PREVIOUS_CAPITAL.search(unit, max(0, start - 40), start)
+    return bool(following and free(end + 1)) or bool(
+        previous and previous.group("word").rstrip(".") not in TITLES and free(previous.start("word")))
+
+
 def _full_name(key: str) -> bool:
     """Two words or more, one of them a name: "Tom Quigley", "P. C. Pickard"."""
     return len(key.split()) >= 2 and bool(name_tokens(key)) and not _womans_surname(key.split())
@@ -89,7 +113,8 @@ class Entity:
 class StoryEntities:
     """The entities of one story, from all its tagged spans as (text, label) in text order."""
 
-    def __init__(self, spans: list[tuple[str, str]]):
+    def __init__(self, spans: list[tuple[str, str]], aliases: dict[str, tuple[str, str]] | None = None):
+        """`aliases`: a span's text -> the (text, label) of the span it names again ("ECOSOC")."""
         self.by_name: dict[str, Entity] = {}  # a key seen tagged -> its entity
         self.by_short: dict[str, list[Entity]] = {}  # first name or surname -> people with it
         self.orgs: list[Entity] = []
@@ -97,7 +122,11 @@ class StoryEntities:
             key = name_key(text)
             if label == "PERSON" and _full_name(key):
                 self._person(key)
-        self.span_entity = {(text, label): self._resolve(name_key(text), label) for text, label in spans}
+        self.span_entity = {}
+        for text, label in spans:
+            of = (aliases or {}).get(text)
+            entity = self._resolve(name_key(of[0]), of[1]) if of else self._resolve(name_key(text), label)
+            self.span_entity[(text, label)] = self._name(name_key(text), entity) if of else entity
 
     def _person(self, key: str) -> None:
         tokens = name_tokens(key)
@@ -116,6 +145,8 @@ class StoryEntities:
         return entity
 
     def _resolve(self, key: str, label: str) -> Entity:
+        if label == PART:  # "[Hyun]" of "Na Hyun": not Lee Ji Hyun, whatever she is called
+            return self.by_name.get(key) or self._name(key, Entity("short"))
         if key in self.by_name:
             return self.by_name[key]
         people = self.by_short.get(key, []) if len(key.split()) == 1 else []
@@ -134,6 +165,11 @@ class StoryEntities:
                 return self._name(key, org)
         org = Entity("org")
         self.orgs.append(org)
+        words = key.split()
+        while len(words) > 1 and words[-1].rstrip(".") in CORPORATE:
+            words = words[:-1]
+        if len(words) < len(key.split()) and name_tokens(words[0]):
+            self.by_name.setdefault(" ".join(words), org)  # looked for in plain text, not shown
         return self._name(key, org)
 
     def entity(self, text: str, label: str) -> Entity:

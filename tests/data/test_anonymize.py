@@ -178,3 +178,52 @@ def test_a_womans_title_keeps_her_apart_from_the_man_sharing_her_surname():
     out = anonymize(units, spans, 100)
     assert out.units == ["Mrs. <e0> and her son <e1>.", "<e1> works; Mrs. <e0> weeps.", "<e2> flies; <e2> lands."]
     assert out.mentions[3] == ("<e0>", "Gorry")  # the title stays text, propagated or tagged
+
+
+# --- resolve: names the tagger missed, by narrow cues (eric/data/name_cues.py) ----------
+
+def test_cues_find_untagged_names_and_their_later_mentions():
+    units = ["Ivar lives with a slave girl named Agnes.", "Agnes flees; Gowri (Sridevi) weeps.",
+             "Agents of S.H.I.E.L.D. and the Audio Engineering Society meet.", "S.H.I.E.L.D. wins."]
+    spans = [spans_of(units[0], "Ivar"), spans_of(units[1], "Gowri"), [], []]
+    out = anonymize(units, spans, 100)
+    assert out.units == ["<e0> lives with a slave girl named <e1>.", "<e1> flees; <e2> (<e3>) weeps.",
+                         "Agents of <e4> and the <e5> meet.", "<e4> wins."]
+    assert out.propagated == 6 and anonymize(units, spans, 100, mode="paper").propagated == 0
+
+
+def test_a_bracketed_acronym_is_the_organisation_before_it():
+    units = ["The Economic and Social Council (ECOSOC) met.", "ECOSOC voted; Theramyt Biologics Private Limited grew.",
+             "Theramyt hired Tom."]
+    spans = [spans_of(units[0], "Economic and Social Council", label="ORG"),
+             spans_of(units[1], "Theramyt Biologics Private Limited", label="ORG"), spans_of(units[2], "Tom")]
+    out = anonymize(units, spans, 100)
+    assert out.units == ["The <e0> (<e0>) met.", "<e0> voted; <e1> grew.", "<e1> hired <e2>."]
+
+
+def test_named_cues_skip_roles():
+    units = ["She was named Best Director.", "He was named CEO of Acme."]
+    out = anonymize(units, [[], spans_of(units[1], "Acme", label="ORG")], 100)
+    assert out.units == ["She was named Best Director.", "He was named CEO of <e0>."]
+
+
+def test_names_the_input_introduces_are_names_in_the_target():
+    known = spans_of("Lucy meets her cousin Charlotte Bartlett.", "Lucy", "Charlotte Bartlett")
+    units = ["Charlotte frowns at Lucy.", "Mr. Emerson waves; Charlotte leaves."]
+    spans = [spans_of(units[0], "Lucy"), spans_of(units[1], "Emerson")]
+    out = anonymize(units, spans, 100, known=known)
+    assert out.units == ["<e0> frowns at <e1>.", "Mr. <e2> waves; <e0> leaves."]
+    paper = anonymize(units, spans, 100, mode="paper", known=known)
+    assert paper.units == ["Charlotte frowns at <e0>.", "Mr. <e1> waves; Charlotte leaves."]
+    assert paper.names_left == 2 and anonymize(units, spans, 100, mode="paper").names_left == 0
+
+
+def test_a_character_credited_with_a_tagged_actor_is_a_name_and_so_is_a_recurring_untagged_word():
+    units = ["Nichole (Noelle Adam) meets Paul.", "Paul likes Nichole; they see Mad at the club.",
+             "Nichole leaves, and Mad waves.", "Paul phones Mad, then Nichole.", "Later Mad sings."]
+    spans = [spans_of(units[0], "Adam", "Paul"), spans_of(units[1], "Paul"), [], spans_of(units[3], "Paul"), []]
+    out = anonymize(units, spans, 100)
+    assert out.units == ["<e0> (Noelle <e1>) meets <e2>.", "<e2> likes <e0>; they see <e3> at the club.",
+                         "<e0> leaves, and <e3> waves.", "<e2> phones <e3>, then <e0>.", "Later <e3> sings."]
+    # a word tagged with another label ("Paris") or written in lower case ("will") is no recurring name
+    assert anonymize(units, spans, 100, other_names={"Mad"}).units[4] == "Later Mad sings."
