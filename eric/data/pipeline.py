@@ -160,7 +160,7 @@ def _preprocess(cfg: Params, progress: bool, overwrite: bool, protect: dict[str,
     dedupe = Deduper()
     tasks = _tasks(stories, pp, skips, dedupe, nlp)
     docs = nlp.pipe(tasks, as_tuples=True, n_process=pp.n_process, batch_size=pp.batch_size)
-    stats = PreprocessStats(corpus=corpus.name, mentions=pp.mentions)
+    stats = PreprocessStats(corpus=corpus.name, mentions_mode=pp.mentions)
     writer = DatasetWriter(out_dir)
     try:
         for doc, task in tqdm(docs, desc=f"preprocess {corpus.name}", unit="story", disable=not progress):

@@ -85,7 +85,7 @@ class PreprocessStats:
     skipped: dict[str, int] = field(default_factory=dict)
     over_cap_mentions: int = 0
     stories_over_cap: int = 0
-    mentions: str = "resolve"  # preprocess.mentions
+    mentions_mode: str = "resolve"  # preprocess.mentions
     id_collisions: int = 0  # distinct stories that shared an id, kept under a derived one (eric/data/dedupe.py)
     seconds: float = 0.0
 
@@ -106,7 +106,7 @@ class PreprocessStats:
             "skipped": self.skipped,
             "over_cap_mentions": self.over_cap_mentions,
             "stories_over_cap": self.stories_over_cap,
-            "mentions": self.mentions,
+            "mentions_mode": self.mentions_mode,
             "name_coverage": name_coverage(*(sum(getattr(s, k) for s in self.splits.values()) for k in ("mentions", "names_left"))),
             "id_collisions": self.id_collisions,
             "seconds": round(self.seconds, 1),
@@ -144,6 +144,6 @@ class PreprocessStats:
             f"{self.over_cap_mentions} mentions over the entity cap; "
             f"{total['mentions']} mentions replaced ({total['propagated']} by propagation), "
             f"{total['names_left']} names left as text ({total['ambiguous']} ambiguous), name coverage "
-            f"{'–' if coverage is None else f'{coverage:.1%}'} ({self.mentions} mode); {self.seconds:.1f}s\n"
+            f"{'–' if coverage is None else f'{coverage:.1%}'} ({self.mentions_mode} mode); {self.seconds:.1f}s\n"
             + self.markdown_table()
         )

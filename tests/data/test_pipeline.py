@@ -124,7 +124,7 @@ def test_mention_coverage_is_counted_per_split_and_resolution_closes_it(params_f
         params = params_for(WIKIPLOTS_MINI, "wikiplots", max_stories=15, mentions=mode)
         stats = run_preprocess(params, progress=False)
         saved = json.loads((tmp_path / "out" / "stats.json").read_text())
-        assert saved["mentions"] == mode and "name coverage" in stats.summary()
+        assert saved["mentions_mode"] == mode and "name coverage" in stats.summary()
         counts[mode] = {k: sum(saved[s][k] for s in SPLITS) for k in ("mentions", "propagated", "names_left")}
         assert saved["name_coverage"] == round(counts[mode]["mentions"] / (counts[mode]["mentions"] + counts[mode]["names_left"]), 4)
         for split in SPLITS:
