@@ -40,9 +40,7 @@ def preprocess(
     max_stories: Optional[int] = typer.Option(None, help="only the first N stories"),
     unit: Optional[str] = typer.Option(None, help="override preprocess.unit (sentence|edu)"),
     edu_rules: Optional[str] = typer.Option(None, help="override preprocess.edu_rules (discodvt|clauses)"),
-    propagate_mentions: Optional[bool] = typer.Option(
-        None, "--propagate-mentions/--no-propagate-mentions", help="override preprocess.propagate_mentions"
-    ),
+    mentions: Optional[str] = typer.Option(None, help="override preprocess.mentions (resolve|paper|exact)"),
     overwrite: bool = typer.Option(False, help="replace an out-dir that eric preprocess did not write"),
 ) -> None:
     """Corpus -> units -> anonymized stage-one/stage-two examples in Parquet.
@@ -68,7 +66,7 @@ def preprocess(
             "preprocess.max_stories": max_stories,
             "preprocess.unit": unit,
             "preprocess.edu_rules": edu_rules,
-            "preprocess.propagate_mentions": propagate_mentions,
+            "preprocess.mentions": mentions,
         }.items()
         if v is not None
     }

@@ -58,9 +58,8 @@ class PreprocessParams(Section):
     max_unit_chars: int = Field(2000, ge=10)  # longer "sentences" are markup residue
     raw_char_budget: int = Field(8000, ge=100)  # raw text read per story; 16 units fit
     entity_labels: list[str] = ["PERSON", "ORG"]
-    # false (paper, authors' code): only tagged spans get a placeholder; true: a later
-    # untagged exact occurrence of a tagged name gets it too (stats.json counts both)
-    propagate_mentions: bool = False
+    # resolve: people by name tokens, untagged repeats too; paper: the authors' substring merge; exact: paper + later repeats
+    mentions: Literal["resolve", "paper", "exact"] = "resolve"
     max_entities: int = Field(100, ge=1, le=1000)
     split_ratio: tuple[int, int, int] = (18, 1, 1)
     stage_two_separator: str = " </s> "
@@ -68,6 +67,13 @@ class PreprocessParams(Section):
     n_process: int = Field(1, ge=1)
     batch_size: int = Field(64, ge=1)
     out_dir: str = "data/processed"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "propagate_mentions" in data:  # an older params file
+            raise ValueError("propagate_mentions is now mentions: paper (false), exact (true) or resolve (the default)")
+        return data
 
     @model_validator(mode="after")
     def _check(self) -> "PreprocessParams":

@@ -28,6 +28,7 @@ from eric.evaluate.report import ANALYSIS_COLUMNS, TRAINING_COLUMNS
 from eric.evaluate.report import _markdown_table as markdown_table
 from eric.evaluate.scoring import METRIC_NAMES
 from eric.evaluate.world_metrics import WORLD_HEADER, world_rows
+from studies.anonymization.render import table as anonymization_table
 from studies.spec import StudySpec, all_studies, load_study
 
 BLOCK = re.compile(r"(<!-- BEGIN generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- END generated: (?P=name) -->)", re.S)
@@ -248,6 +249,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "world-sample": world_sample,
     "benchmarks": benchmarks,
     "gpu-check": gpu_check,
+    "anonymization": anonymization_table,
 }
 
 

@@ -33,7 +33,7 @@ from eric.data.nlp import load_pipeline
 from eric.data.outdir import WRITE_FAILURES, check_out_dir, output_lock, write_error
 from eric.data.parquet_io import DatasetWriter
 from eric.data.readers import RawStory, read_corpus
-from eric.data.segment import Segmented, clean_units, join_units, sentence_offsets, spans_by_unit
+from eric.data.segment import Segmented, clean_units, join_units, other_names, sentence_offsets, spans_by_unit
 from eric.data.split import assign_split
 from eric.data.stats import PreprocessStats
 
@@ -85,7 +85,8 @@ def segment(doc, task: Task, pp: PreprocessParams, skips: SkipCounter) -> Segmen
         return _from_offsets(doc, offsets, pp, skips, labels)
     if task.units is not None:
         _, offsets = join_units(list(task.units[1:]))
-        return Segmented(task.units[0], list(task.units[1:]), spans_by_unit(doc, offsets, labels))
+        return Segmented(task.units[0], list(task.units[1:]), spans_by_unit(doc, offsets, labels),
+                         other_names=other_names(doc, labels))
     wanted = 1 + pp.max_target_units
     offsets = sentence_offsets(doc, wanted + 1)
     if task.truncated and len(offsets) <= wanted:
@@ -100,7 +101,8 @@ def _from_offsets(doc, offsets, pp: PreprocessParams, skips: SkipCounter, labels
     if any(end - start > pp.max_unit_chars for start, end in offsets):
         return skips.skip("unit_too_long")
     units = [doc.text[s:e] for s, e in offsets]
-    return Segmented(units[0], units[1:], spans_by_unit(doc, offsets[1:], labels))
+    spans = spans_by_unit(doc, offsets, labels)
+    return Segmented(units[0], units[1:], spans[1:], spans[0], other_names(doc, labels))
 
 
 def _tasks(stories: Iterator[RawStory], pp: PreprocessParams, skips: SkipCounter, dedupe: Deduper, nlp=None):
@@ -158,11 +160,11 @@ def _preprocess(cfg: Params, progress: bool, overwrite: bool, protect: dict[str,
     dedupe = Deduper()
     tasks = _tasks(stories, pp, skips, dedupe, nlp)
     docs = nlp.pipe(tasks, as_tuples=True, n_process=pp.n_process, batch_size=pp.batch_size)
-    stats = PreprocessStats(corpus=corpus.name, propagate_mentions=pp.propagate_mentions)
+    stats = PreprocessStats(corpus=corpus.name, mentions_mode=pp.mentions)
     writer = DatasetWriter(out_dir)
     try:
         for doc, task in tqdm(docs, desc=f"preprocess {corpus.name}", unit="story", disable=not progress):
-            _write_example(doc, task, pp, skips, dedupe, writer, stats)
+            _write_example(doc, task, pp, skips, dedupe, writer, stats, nlp)
         stats.skipped = skips.as_dict()
         stats.id_collisions = dedupe.id_collisions
         stats.seconds = time.perf_counter() - started
@@ -179,13 +181,22 @@ def _preprocess(cfg: Params, progress: bool, overwrite: bool, protect: dict[str,
     return stats
 
 
-def _write_example(doc, task: Task, pp: PreprocessParams, skips, dedupe: Deduper, writer: DatasetWriter, stats) -> None:
+def input_spans(nlp, seg: Segmented, pp: PreprocessParams) -> list:
+    """Unit 1's entity spans: names it introduces are names in the target too (not replaced in it)."""
+    if seg.input_spans is None:
+        return spans_by_unit(nlp(seg.input), [(0, len(seg.input))], set(pp.entity_labels))[0]
+    return seg.input_spans
+
+
+def _write_example(doc, task: Task, pp: PreprocessParams, skips, dedupe: Deduper, writer: DatasetWriter, stats,
+                   nlp) -> None:
     seg = segment(doc, task, pp, skips)
     if seg is None:
         return
     if dedupe.example(seg.input, *seg.units):
         return skips.skip("duplicate")
-    anon = anonymize(seg.units, seg.spans, pp.max_entities, propagate=pp.propagate_mentions)
+    anon = anonymize(seg.units, seg.spans, pp.max_entities, mode=pp.mentions, known=input_spans(nlp, seg, pp),
+                     other_names=seg.other_names)
     story = task.story
     split = assign_split(story.title or story.id, pp.split_ratio)
     row = stage_one_row(story.id, story.title, seg.input, anon)
@@ -196,6 +207,7 @@ def _write_example(doc, task: Task, pp: PreprocessParams, skips, dedupe: Deduper
     stats.splits[split].add(
         seg.input, " ".join(seg.units), len(seg.units), anon.n_entities,
         mentions=len(anon.mentions), propagated=anon.propagated, names_left=anon.names_left,
+        ambiguous=anon.ambiguous,
     )
     stats.over_cap_mentions += anon.over_cap_mentions
     stats.stories_over_cap += anon.over_cap_mentions > 0

@@ -1,14 +1,15 @@
 """Units (sentences) and the entity spans inside the target units, from spaCy docs.
 
 WikiPlots arrives one sentence per line: its units are kept and only the target
-text goes through NER. Raw text (CNN, JSONL) goes through `senter` + `ner` in one
+text goes through NER (unit 1 on its own, for the names it introduces, so that the
+target's tagging does not depend on it). Raw text (CNN, JSONL) goes through `senter` + `ner` in one
 pass; units are the sentences. The finer unit, EDUs (`preprocess.unit: edu`), is
 eric/data/edu.py: its character ranges go through the same `spans_by_unit`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from eric.data.anonymize import Span
 from eric.data.clean import clean_markup
@@ -19,6 +20,12 @@ class Segmented:
     input: str  # unit 1
     units: list[str]  # target units (2..16)
     spans: list[list[Span]]  # entity spans per target unit
+    input_spans: list[Span] | None = None  # unit 1's; None: not tagged with the target (WikiPlots' lines)
+    other_names: set[str] = field(default_factory=set)  # texts tagged with labels not anonymized (places...)
+
+
+def other_names(doc, labels: set[str]) -> set[str]:
+    return {ent.text for ent in doc.ents if ent.label_ not in labels}
 
 
 def join_units(units: list[str]) -> tuple[str, list[tuple[int, int]]]:
@@ -43,7 +50,7 @@ def spans_by_unit(doc, offsets: list[tuple[int, int]], labels: set[str]) -> list
             break
         start, _ = offsets[index]
         if ent.start_char >= start:  # spans crossing a unit boundary are dropped
-            per_unit[index].append(Span(ent.start_char - start, ent.end_char - start, ent.text))
+            per_unit[index].append(Span(ent.start_char - start, ent.end_char - start, ent.text, ent.label_))
     return per_unit
 
 

@@ -4,8 +4,11 @@ Lengths count NLTK WordPunct tokens, as the paper does: input = unit 1, output =
 the target units with their original names (before anonymization).
 
 Mention coverage, per split (counts, not means): `mentions` replaced by a placeholder
-(`propagated` of them by `preprocess.propagate_mentions`), and `names_left`, the
-occurrences of a story's tagged names still plain text in its target.
+(`propagated` of them untagged occurrences, by `preprocess.mentions`), and `names_left`,
+the occurrences still plain text in its target of a story's tagged names and of its
+tagged people's first names and surnames (`ambiguous` of them: short names several
+people share); `name_coverage` = mentions / (mentions + names_left), the share a reader
+finds anonymized.
 """
 
 from __future__ import annotations
@@ -25,6 +28,11 @@ def count_tokens(text: str) -> int:
     return len(_TOKENIZER.tokenize(text))
 
 
+def name_coverage(replaced: int, left: int) -> float | None:
+    """The share of name mentions anonymized; None with no names at all."""
+    return round(replaced / (replaced + left), 4) if replaced + left else None
+
+
 @dataclass
 class SplitStats:
     examples: int = 0
@@ -36,10 +44,11 @@ class SplitStats:
     mentions: int = 0
     propagated: int = 0
     names_left: int = 0
+    ambiguous: int = 0
 
     def add(
         self, input_text: str, output_text: str, n_units: int, n_entities: int,
-        mentions: int = 0, propagated: int = 0, names_left: int = 0,
+        mentions: int = 0, propagated: int = 0, names_left: int = 0, ambiguous: int = 0,
     ) -> None:
         self.examples += 1
         self.stage_two_examples += n_entities > 0
@@ -50,6 +59,7 @@ class SplitStats:
         self.mentions += mentions
         self.propagated += propagated
         self.names_left += names_left
+        self.ambiguous += ambiguous
 
     def table_row(self) -> dict:
         n = max(self.examples, 1)
@@ -63,6 +73,8 @@ class SplitStats:
             "mentions": self.mentions,
             "propagated": self.propagated,
             "names_left": self.names_left,
+            "ambiguous": self.ambiguous,
+            "name_coverage": name_coverage(self.mentions, self.names_left),
         }
 
 
@@ -73,7 +85,7 @@ class PreprocessStats:
     skipped: dict[str, int] = field(default_factory=dict)
     over_cap_mentions: int = 0
     stories_over_cap: int = 0
-    propagate_mentions: bool = False
+    mentions_mode: str = "resolve"  # preprocess.mentions
     id_collisions: int = 0  # distinct stories that shared an id, kept under a derived one (eric/data/dedupe.py)
     seconds: float = 0.0
 
@@ -94,7 +106,8 @@ class PreprocessStats:
             "skipped": self.skipped,
             "over_cap_mentions": self.over_cap_mentions,
             "stories_over_cap": self.stories_over_cap,
-            "propagate_mentions": self.propagate_mentions,
+            "mentions_mode": self.mentions_mode,
+            "name_coverage": name_coverage(*(sum(getattr(s, k) for s in self.splits.values()) for k in ("mentions", "names_left"))),
             "id_collisions": self.id_collisions,
             "seconds": round(self.seconds, 1),
             **{split: s.table_row() for split, s in self.splits.items()},
@@ -114,6 +127,7 @@ class PreprocessStats:
             "entities": "Avg. #Ent.",
             "mentions": "Mentions replaced",
             "names_left": "Names left as text",
+            "name_coverage": "Name coverage",
         }
         for key, label in labels.items():
             lines.append(f"| {label} | " + " | ".join(str(rows[s][key]) for s in SPLITS) + " |")
@@ -121,12 +135,15 @@ class PreprocessStats:
 
     def summary(self) -> str:
         skipped = ", ".join(f"{k}={v}" for k, v in self.skipped.items()) or "none"
-        total = {key: sum(getattr(s, key) for s in self.splits.values()) for key in ("mentions", "propagated", "names_left")}
+        keys = ("mentions", "propagated", "names_left", "ambiguous")
+        total = {key: sum(getattr(s, key) for s in self.splits.values()) for key in keys}
+        coverage = name_coverage(total["mentions"], total["names_left"])
         return (
             f"{self.stories_in} stories in = {self.examples} examples out + "
             f"{sum(self.skipped.values())} skipped ({skipped}); "
             f"{self.over_cap_mentions} mentions over the entity cap; "
             f"{total['mentions']} mentions replaced ({total['propagated']} by propagation), "
-            f"{total['names_left']} names left as text; {self.seconds:.1f}s\n"
+            f"{total['names_left']} names left as text ({total['ambiguous']} ambiguous), name coverage "
+            f"{'–' if coverage is None else f'{coverage:.1%}'} ({self.mentions_mode} mode); {self.seconds:.1f}s\n"
             + self.markdown_table()
         )

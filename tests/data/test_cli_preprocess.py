@@ -41,3 +41,12 @@ def test_an_out_dir_eric_did_not_write_is_a_one_line_error(in_folder):
     assert result.stderr.count("\n") == 1 and "error: out-dir" in result.stderr and "--overwrite" in result.stderr
     assert (in_folder / "mine" / "notes.txt").read_text() == "keep"
     assert invoke("--corpus", "plots.zip", "--out-dir", "mine", "--overwrite").exit_code == 0
+
+
+def test_the_papers_mention_rule_is_one_flag_away(in_folder):
+    import json
+
+    assert invoke("--corpus", "plots.zip", "--mentions", "paper").exit_code == 0
+    assert json.loads((in_folder / "data" / "processed" / "stats.json").read_text())["mentions_mode"] == "paper"
+    bad = invoke("--corpus", "plots.zip", "--mentions", "fuzzy", "--overwrite")
+    assert bad.exit_code != 0 and "mentions" in bad.output + bad.stderr

@@ -57,9 +57,11 @@ def test_real_slice_of_wikiplots_mini(params_for, tmp_path):
     rows = {r["title"]: r for split in SPLITS for r in read(tmp_path / "out", "stage_one", split).to_pylist()}
     darby = rows["Darby and Joan"]
     assert darby["source"] == "Mrs. Gorry and her son lived by an old mill stream."
-    assert darby["units"][1] == "Mrs. <e0> and her son <e1> were left nearly destitute, and in her heart there grew a great bitterness."
-    assert ("<e1>", "Patrick") in [(m["placeholder"], m["mention"]) for m in darby["mentions"]]
+    # resolve: "Mrs. Gorry" (the mother) is not Patrick Gorry; "Moore" alone (Sayle or Sheila) stays text
+    assert darby["units"][1] == "Mrs. <e1> and her son <e0> were left nearly destitute, and in her heart there grew a great bitterness."
+    assert ("<e0>", "Patrick") in [(m["placeholder"], m["mention"]) for m in darby["mentions"]]
     assert darby["unit_entities"][4] == ["<e0>", "<e3>"]  # "Patrick Gorry and Sheila Moore fell in love."
+    assert darby["units"][3] == "Moore had a daughter of whom he was fond."
     assert 5 <= min(len(r["units"]) for r in rows.values()) and max(len(r["units"]) for r in rows.values()) <= 15
     means = stats.to_dict()["train"]
     assert 5 < means["entities"] < 12 and 150 < means["output_len"] < 450  # Table-1-like magnitudes
@@ -116,18 +118,20 @@ def test_duplicates_are_skipped_before_the_split(write_jsonl, params_for, tmp_pa
     assert len(set(texts)) == len(texts)
 
 
-def test_mention_coverage_is_counted_per_split_and_propagation_closes_it(params_for, tmp_path):
+def test_mention_coverage_is_counted_per_split_and_resolution_closes_it(params_for, tmp_path):
     counts = {}
-    for propagate in (False, True):
-        params = params_for(WIKIPLOTS_MINI, "wikiplots", max_stories=15, propagate_mentions=propagate)
-        run_preprocess(params, progress=False)
+    for mode in ("paper", "exact", "resolve"):
+        params = params_for(WIKIPLOTS_MINI, "wikiplots", max_stories=15, mentions=mode)
+        stats = run_preprocess(params, progress=False)
         saved = json.loads((tmp_path / "out" / "stats.json").read_text())
-        assert saved["propagate_mentions"] is propagate
-        counts[propagate] = {k: sum(saved[s][k] for s in SPLITS) for k in ("mentions", "propagated", "names_left")}
+        assert saved["mentions_mode"] == mode and "name coverage" in stats.summary()
+        counts[mode] = {k: sum(saved[s][k] for s in SPLITS) for k in ("mentions", "propagated", "names_left")}
+        assert saved["name_coverage"] == round(counts[mode]["mentions"] / (counts[mode]["mentions"] + counts[mode]["names_left"]), 4)
         for split in SPLITS:
             for row in read(tmp_path / "out", "stage_one", split).to_pylist():
                 assert row["unit_entities"] == [re.findall(r"<e\d+>", u) for u in row["units"]]
-    off, on = counts[False], counts[True]
-    assert off["propagated"] == 0 and off["names_left"] > 0 and on["propagated"] > 0
-    assert on["names_left"] == off["names_left"] - on["propagated"]
-    assert on["mentions"] == off["mentions"] + on["propagated"]
+    paper, exact, resolve = counts["paper"], counts["exact"], counts["resolve"]
+    assert paper["propagated"] == 0 and paper["names_left"] > 0 and exact["propagated"] > 0
+    assert exact["names_left"] == paper["names_left"] - exact["propagated"]  # the count is the same in every mode
+    assert exact["mentions"] == paper["mentions"] + exact["propagated"]
+    assert resolve["names_left"] < exact["names_left"] and resolve["propagated"] > exact["propagated"]

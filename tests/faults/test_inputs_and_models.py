@@ -81,3 +81,24 @@ def test_an_incomplete_model_folder_is_one_line(saved, tmp_path, missing, messag
 def test_an_intact_folder_still_loads(saved):
     model, tokenizer = load_stage_one(saved / "eric")
     assert not model.training and tokenizer.convert_tokens_to_ids("<sent>") != tokenizer.unk_token_id
+
+
+def test_an_older_params_file_with_propagate_mentions_names_its_replacement():
+    from eric.config import ParamsError, load_params
+
+    with pytest.raises(ParamsError, match=r"propagate_mentions is now mentions: paper \(false\), exact \(true\)"):
+        load_params(None, {"preprocess.propagate_mentions": True})
+
+
+def test_a_story_whose_names_the_tagger_misses_or_mislabels_still_anonymizes(write_jsonl, params_for, tmp_path):
+    """Names in odd places (possessive only, shared surnames, a title, in brackets): every
+    mode writes a story, and `resolve` leaves no more of the story's names than `paper`."""
+    text = ("Tom Quigley and Anna Quigley run a mill. Quigley's mill floods. Mrs. Quigley (Ann Lee) "
+            "calls Tom. Anna Quigley sells the mill. Tom Quigley's dog barks. Quigley waits. The end came.")
+    left, corpus = {}, write_jsonl([{"id": "q", "text": text}])
+    for mode in ("paper", "exact", "resolve"):
+        params = params_for(corpus, "jsonl", split_ratio=[1, 0, 0], min_target_units=3, mentions=mode)
+        stats = run_preprocess(params, progress=False, overwrite=True)
+        assert stats.examples == 1
+        left[mode] = stats.splits["train"].names_left
+    assert left["resolve"] <= left["exact"] <= left["paper"]
