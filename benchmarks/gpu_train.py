@@ -53,7 +53,7 @@ from eric.data.tokenizer import load_tokenizer, special_token_ids  # noqa: E402
 from eric.model import EricForConditionalGeneration  # noqa: E402
 from eric.model.variants import build_config  # noqa: E402
 from eric.train.engine import build_optimizer, compile_in_place  # noqa: E402
-from eric.train.runtime import device_kind  # noqa: E402
+from eric.train.runtime import avoid_per_shape_attention_plans, device_kind  # noqa: E402
 
 BART_KEYS = ("input_ids", "attention_mask", "labels")
 
@@ -231,8 +231,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--micro-tokens", type=int, default=16384, help="padded tokens per micro-batch, at most")
     parser.add_argument("--accum", type=int, default=2, help="micro-batches per optimizer step")
     parser.add_argument("--pad-multiple", type=int, default=1, help="pad lengths to a multiple of this")
-    parser.add_argument("--no-cudnn-attention", action="store_true",
-                        help="keep SDPA off cuDNN's kernels (flash / memory-efficient instead)")
+    parser.add_argument("--cudnn-attention", action="store_true",
+                        help="let SDPA use cuDNN's kernels (the Trainer keeps it off: a plan per new shape)")
     parser.add_argument("--steps", type=int, default=12)
     parser.add_argument("--warmup", type=int, default=4)
     parser.add_argument("--modes", nargs="+", default=["eager", "compiled"], choices=["eager", "compiled"])
@@ -242,15 +242,15 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     bf16 = torch.cuda.is_available()
-    if args.no_cudnn_attention:
-        torch.backends.cuda.enable_cudnn_sdp(False)
+    if not args.cudnn_attention:
+        avoid_per_shape_attention_plans()
     tokenizer = load_tokenizer(args.tokenizer)
     encoded, collator = encode_split(args.split, tokenizer, args.max_source, args.max_target, args.rows)
     steps = steps_of(token_batches(encoded, args.micro_tokens), args.accum, args.steps)
     figures = {"meta": {"device": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu",
                         "size": args.size, "micro_tokens": args.micro_tokens, "accum": args.accum,
                         "steps": args.steps, "warmup": args.warmup, "modes": args.modes, "backend": args.backend,
-                        "pad_multiple": args.pad_multiple, "cudnn_attention": not args.no_cudnn_attention,
+                        "pad_multiple": args.pad_multiple, "cudnn_attention": args.cudnn_attention,
                         "bf16": bf16, "fused_adamw": device_kind() == "cuda", "rows": len(encoded),
                         "peak_tflops": peak_tflops(args), "torch": torch.__version__},
                "results": {}}

@@ -181,6 +181,37 @@ def gpu_check() -> str:
     return "\n".join(parts) if parts else "_No GPU check has been run._\n"
 
 
+def gpu_train() -> str:
+    """benchmarks/gpu_train.py's runs: one row per file, model and mode."""
+    folder = PROJECT_ROOT / "studies" / "benchmarks" / "outputs" / "gpu"
+    rows = []
+    for path in sorted(folder.glob("gpu_train_*.json")):
+        record = json.loads(path.read_text())
+        meta = record.get("meta") or {}
+        setup = (f"{meta.get('device', '?')}, {meta.get('micro_tokens', '?')} x {meta.get('accum', '?')}, "
+                 f"pad to {meta.get('pad_multiple', 1)}, cuDNN attention {'on' if meta.get('cudnn_attention', True) else 'off'}")
+        results = record.get("results") or {}
+        for model, result in results.items():
+            for mode in meta.get("modes", []):
+                r = result.get(mode)
+                bart = (results.get("bart") or {}).get(mode) or {}
+                ratio = r.get("tokens_per_s") / bart["tokens_per_s"] if r and model == "eric" and bart else None
+                if r:
+                    rows.append([f"`{path.stem.removeprefix('gpu_train_')}`", setup, model, mode,
+                                 _num(r.get("tokens_per_s")), _num(ratio), _pct(r.get("padding")), _pct(r.get("mfu_count")),
+                                 _pct(r.get("mfu_6n")), _num(r.get("first_step_seconds")),
+                                 _num(r.get("ops_per_micro_step")), _num(r.get("syncs_per_micro_step")),
+                                 _num(r.get("graph_breaks"))])
+    if not rows:
+        return "_No run of gpu_train.py is committed._\n"
+    return markdown_table(["run", "set-up", "model", "mode", "tokens/s", "ERIC/BART", "padding", "MFU (count)",
+                           "MFU (6N)", "first step s", "ops / micro step", "syncs", "graph breaks"], rows) + "\n"
+
+
+def _pct(value) -> str:
+    return MISSING if value is None else f"{100 * value:.1f}%"
+
+
 def _gpu_table(record: dict) -> str:
     """One row per figure, one column per model (gpu_check.py's `results`)."""
     results = {m: _flat(r) for m, r in (record.get("results") or {}).items() if isinstance(r, dict)}
@@ -249,6 +280,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "world-sample": world_sample,
     "benchmarks": benchmarks,
     "gpu-check": gpu_check,
+    "gpu-train": gpu_train,
     "anonymization": anonymization_table,
 }
 

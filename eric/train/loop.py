@@ -41,7 +41,7 @@ from eric.train.meters import (
     loss_terms,
     target_tokens,
 )
-from eric.train.runtime import prepare_environment
+from eric.train.runtime import avoid_per_shape_attention_plans, prepare_environment
 
 
 @dataclass
@@ -162,6 +162,7 @@ class Trainer:
         tokenizer=None,
     ):
         self.rank = prepare_environment()
+        avoid_per_shape_attention_plans()
         self.settings, self.seed = settings, seed
         self.train_set, self.val_set, self.collate_fn = train_set, val_set, collate_fn
         self.tracker, self.on_step_end = tracker, on_step_end

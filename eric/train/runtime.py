@@ -53,6 +53,16 @@ def prepare_environment() -> Rank:
     return current_rank()
 
 
+def avoid_per_shape_attention_plans() -> None:
+    """Keep scaled-dot-product attention off cuDNN's kernels on CUDA (flash and memory-efficient
+    kernels remain). cuDNN builds a plan for every new (batch, length) shape, and batches grouped
+    by length change shape almost every step: on an H200 at bart-base size, at token-budget
+    batches of the real lengths, planning made a step about 6x slower (benchmarks/gpu_train.py;
+    the figures are on docs/gpu.md). No effect without CUDA."""
+    if torch.cuda.is_available():
+        torch.backends.cuda.enable_cudnn_sdp(False)
+
+
 # set beside MASTER_PORT when prepare_environment picked it (no launcher did): then it may change
 OWN_PORT = "ERIC_OWN_MASTER_PORT"
 
