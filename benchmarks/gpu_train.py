@@ -146,6 +146,7 @@ def run_mode(name: str, mode: str, steps: list, collator, encoded: list, args, b
         result.update(eager_step_counts(model, batches[0][0]))
     else:
         torch._dynamo.reset()
+        breaks_before = graph_breaks()  # dynamo's counters outlive reset(): count this run's own
         compile_in_place(model, args.backend)
     reset_peak()
     durations = []
@@ -171,7 +172,7 @@ def run_mode(name: str, mode: str, steps: list, collator, encoded: list, args, b
                    "tokens_per_s": real / len(timed) / seconds, "padding": 1 - real / slots,
                    "peak_gib": peak_gib(), "first_step_seconds": durations[0]})
     if mode == "compiled":
-        result["graph_breaks"] = graph_breaks()
+        result["graph_breaks"] = graph_breaks() - breaks_before
     return result, model
 
 
