@@ -414,6 +414,14 @@ def load_params_here(path: str | Path, overrides: dict | None = None) -> Params:
     return load_params(path, {**(overrides or {}), **anchored}) if anchored else first
 
 
+def params_here_or_defaults(path: Path, section: str, overrides: dict) -> Params:
+    """What a command run from any folder reads: the params file when there is one (its relative
+    paths anchored beside it: load_params_here), else the built-in defaults; `overrides` are
+    keys of `section` (`eric sample`: sample, `eric evaluate`: evaluate)."""
+    dotted = {f"{section}.{key}": value for key, value in overrides.items()}
+    return load_params_here(path, dotted) if Path(path).is_file() else default_params(dotted)
+
+
 def default_params(overrides: dict | None = None) -> Params:
     """The built-in defaults, without a params file (outside a project), plus overrides."""
     raw: dict = {}

@@ -80,7 +80,7 @@ def load_model(params: Params, variant: str):
     from eric.generate.loading import load_stage_one
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    return load_stage_one(resolve_path(params.train.out_dir) / variant, device)
+    return load_stage_one(resolve_path(params.train.out_dir) / variant, device, variant)
 
 
 def _rows(params: Params, split: str, columns: list[str], limit: int | None) -> list[dict]:

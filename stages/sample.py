@@ -53,7 +53,7 @@ def sample(params: Params, variant: str, inputs: list, names: list[str]) -> dict
     device = "cuda" if torch.cuda.is_available() else "cpu"
     model_dir = resolve_path(params.train.out_dir) / variant
     mentions_dir = resolve_path(params.mentions.out_dir)
-    model, tokenizer = load_stage_one(model_dir, device)
+    model, tokenizer = load_stage_one(model_dir, device, variant)
     mention_model, mention_tokenizer = load_mentions(mentions_dir, device)
     options = SamplingOptions.from_params(params)
     started = time.perf_counter()

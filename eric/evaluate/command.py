@@ -5,23 +5,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pydantic import ValidationError
 from rich.table import Table
 
-from eric.config import EvaluateParams, ParamsError, load_params, resolve_path
+from eric.config import EvaluateParams, params_here_or_defaults, resolve_path
 from eric.evaluate.io import read_generations
 from eric.evaluate.scoring import METRIC_NAMES, evaluate_texts, format_value
 
 
 def load_settings(params: Path, overrides: dict) -> EvaluateParams:
-    """The evaluate section of params.yaml (defaults when there is none), overridden."""
-    if params.is_file():
-        return load_params(params, {f"evaluate.{k}": v for k, v in overrides.items()}).evaluate
-    try:
-        return EvaluateParams(**overrides)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        raise ParamsError(f"evaluate.{first['loc'][0]}: {first['msg']}") from None
+    """The evaluate section of params.yaml (defaults when there is none), overridden; relative
+    paths resolve beside the params file."""
+    return params_here_or_defaults(params, "evaluate", overrides).evaluate
 
 
 def evaluate_file(

@@ -4,21 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import ValidationError
 
-from eric.config import Params, ParamsError, SampleParams, load_params_here, resolve_path
+from eric.config import Params, params_here_or_defaults, resolve_path
 from eric.generate.errors import SampleError
 
 
 def load_settings(params: Path, overrides: dict) -> Params:
-    """params.yaml (defaults when there is none) with `sample.*` overrides."""
-    if params.is_file():  # its relative paths (the training names' split) beside it
-        return load_params_here(params, {f"sample.{k}": v for k, v in overrides.items()})
-    try:
-        return Params(sample=SampleParams(**overrides))
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        raise ParamsError(f"sample.{first['loc'][0]}: {first['msg']}") from None
+    """params.yaml (defaults when there is none) with `sample.*` overrides; its relative paths (the
+    training names' split) resolve beside it."""
+    return params_here_or_defaults(params, "sample", overrides)
 
 
 def training_names(path: Path | None, settings: Params) -> list[str]:

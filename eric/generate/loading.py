@@ -25,17 +25,37 @@ def _check_folder(path: Path, what: str, stage: str) -> None:
         raise SampleError(f"{path}: the tokenizer beside the {what} lacks {' and '.join(missing)} (run `{stage}` again)")
 
 
+def _check_kind(path: Path, what: str, stage: str, is_expected, variant: str | None = None) -> None:
+    """config.json's model_type must be the expected kind, and its variant (recorded since the
+    variant name is saved) the one asked for: a folder of another model fails in one line."""
+    import json
+
+    try:
+        config = json.loads((path / "config.json").read_text())
+    except (OSError, ValueError) as exc:
+        raise SampleError(f"{path / 'config.json'}: unreadable ({_first_line(exc)}); run `{stage}` again") from None
+    model_type = config.get("model_type", "?")
+    if not is_expected(model_type):
+        raise SampleError(f"{path / 'config.json'}: a {model_type!r} model, not a {what}; give the folder "
+                          f"`{stage}` wrote")
+    saved = config.get("variant")
+    if variant is not None and saved is not None and saved != variant:
+        raise SampleError(f"{path / 'config.json'}: the model of variant {saved!r}, not {variant!r}; give "
+                          f"{variant}'s folder (`dvc repro train_stage_one@{variant}`)")
+
+
 def _first_line(exc: Exception) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else exc.__class__.__name__
 
 
-def _load(path: Path, what: str, stage: str, model_class, device: str):
+def _load(path: Path, what: str, stage: str, model_class, device: str, is_expected, variant: str | None = None):
     """(model in eval mode, tokenizer) from a folder checked first; a failure in one line with
     what to do, damaged weights named as such. `model_class(path)` picks the class."""
     from transformers import AutoTokenizer
 
     _check_folder(path, what, stage)
+    _check_kind(path, what, stage, is_expected, variant)
     try:
         model = model_class(path).from_pretrained(path, local_files_only=True, use_safetensors=True)
         tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
@@ -47,12 +67,14 @@ def _load(path: Path, what: str, stage: str, model_class, device: str):
     return model.to(device).eval(), tokenizer
 
 
-def load_stage_one(model_dir: str | Path, device: str = "cpu"):
+def load_stage_one(model_dir: str | Path, device: str = "cpu", variant: str | None = None):
     """(the variant's model in eval mode, tokenizer) from a train_stage_one output folder; the class
-    (ERIC or a baseline, all EricForConditionalGeneration subclasses) is read from config.json."""
+    (ERIC or a baseline, all EricForConditionalGeneration subclasses) is read from config.json.
+    With `variant`, a folder that holds another variant's model is refused."""
     from eric.model.registry import architecture_of
 
-    return _load(Path(model_dir), "stage-one model", "dvc repro train_stage_one", architecture_of, device)
+    return _load(Path(model_dir), "stage-one model", "dvc repro train_stage_one", architecture_of, device,
+                 lambda model_type: model_type.startswith("eric"), variant)
 
 
 def load_mentions(model_dir: str | Path, device: str = "cpu"):
@@ -60,4 +82,4 @@ def load_mentions(model_dir: str | Path, device: str = "cpu"):
     from transformers import BartForConditionalGeneration
 
     return _load(Path(model_dir), "mention model", "dvc repro train_mentions",
-                 lambda path: BartForConditionalGeneration, device)
+                 lambda path: BartForConditionalGeneration, device, lambda model_type: model_type == "bart")

@@ -49,8 +49,10 @@ def variant_switches(params: ModelParams, variant: str) -> dict:
 
 
 def eric_options(params: ModelParams, variant: str, ids: SpecialTokenIds) -> dict:
-    """Everything of EricConfig that is not a BART dimension."""
+    """Everything of EricConfig that is not a BART dimension, and the variant's name (saved in
+    config.json, so that a loader can tell one variant's model from another's)."""
     return dict(
+        variant=variant,
         num_states=params.num_states,
         state_dim=params.state_dim,
         max_entities=params.max_entities,

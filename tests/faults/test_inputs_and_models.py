@@ -83,6 +83,18 @@ def test_an_intact_folder_still_loads(saved):
     assert not model.training and tokenizer.convert_tokens_to_ids("<sent>") != tokenizer.unk_token_id
 
 
+@pytest.mark.parametrize("name,load,message", [
+    ("eric", load_mentions, r"config.json: a 'eric' model, not a mention model; give the folder `dvc repro train_mentions` wrote"),
+    ("mentions", load_stage_one, r"config.json: a 'bart' model, not a stage-one model; give the folder `dvc repro train_stage_one`"),
+    ("eric", lambda folder: load_stage_one(folder, variant="bart"),
+     r"config.json: the model of variant 'eric', not 'bart'; give bart's folder \(`dvc repro train_stage_one@bart`\)"),
+])
+def test_a_model_of_another_kind_or_variant_is_one_line(saved, name, load, message):
+    with pytest.raises(SampleError, match=message) as info:
+        load(saved / name)
+    assert "\n" not in str(info.value)
+
+
 def test_an_older_params_file_with_propagate_mentions_names_its_replacement():
     from eric.config import ParamsError, load_params
 

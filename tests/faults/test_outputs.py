@@ -10,6 +10,7 @@ import os
 import resource
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -159,3 +160,20 @@ def test_a_failed_samples_write_keeps_the_earlier_file_and_leaves_no_partial(tmp
         _samples(path, rows=5)
     monkeypatch.undo()
     assert pq.read_table(path).num_rows == 2 and sorted(p.name for p in tmp_path.iterdir()) == ["s.parquet"]
+
+
+def test_eric_evaluate_and_sample_settings_resolve_beside_their_params_file(tmp_path, monkeypatch):
+    """`eric evaluate --params elsewhere/params.yaml`: the file's relative paths are its own, as
+    for preprocess and sample (one body: eric.config.params_here_or_defaults)."""
+    from eric.evaluate.command import load_settings as evaluate_settings
+    from eric.generate.command import load_settings as sample_settings
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "params.yaml").write_text(yaml.safe_dump({"evaluate": {"feature_cache": "cache/features"},
+                                                         "preprocess": {"out_dir": "data/processed"}}))
+    monkeypatch.chdir(tmp_path)
+    settings = evaluate_settings(Path("project/params.yaml"), {"max_units": 7})
+    assert settings.feature_cache == str(project / "cache" / "features") and settings.max_units == 7
+    assert sample_settings(Path("project/params.yaml"), {}).preprocess.out_dir == str(project / "data" / "processed")
+    assert evaluate_settings(tmp_path / "none.yaml", {"seed": 3}).seed == 3  # no file: the built-in defaults
