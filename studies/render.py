@@ -188,8 +188,10 @@ def gpu_train() -> str:
     for path in sorted(folder.glob("gpu_train_*.json")):
         record = json.loads(path.read_text())
         meta = record.get("meta") or {}
+        cudnn = "" if meta.get("device") == "cpu" else \
+            f", cuDNN attention {'on' if meta.get('cudnn_attention', True) else 'off'}"
         setup = (f"{meta.get('device', '?')}, {meta.get('micro_tokens', '?')} x {meta.get('accum', '?')}, "
-                 f"pad to {meta.get('pad_multiple', 1)}, cuDNN attention {'on' if meta.get('cudnn_attention', True) else 'off'}")
+                 f"pad to {meta.get('pad_multiple', 1)}{cudnn}")
         results = record.get("results") or {}
         for model, result in results.items():
             for mode in meta.get("modes", []):
