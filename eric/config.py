@@ -153,13 +153,22 @@ class VariantParams(Section):
     state: bool = True  # s_n input, state space, predictor, sentence encoder, L_CL
     entity: bool = True  # E(p_n) input and the entity planner, L_Ent
     pretrained: bool = True  # start from model.init when it is set (false: the Seq2Seq baseline)
+    # true: placeholders, then stage two writes the names (ERIC's paradigm); false: real names in
+    # one stage, as the paper's BART and baselines. Default: true for ERIC and its ablations only
+    two_stage: bool = True
 
     @model_validator(mode="before")
     @classmethod
-    def _baselines_keep_nothing(cls, data):
-        """A baseline's ERIC switches default to off, so `{kind: simctg}` is a whole variant."""
-        if isinstance(data, dict) and data.get("kind", "eric") != "eric":
-            return {"state_attention": False, "state": False, "entity": False, **data}
+    def _defaults(cls, data):
+        """A baseline's ERIC switches default to off, so `{kind: simctg}` is a whole variant; a
+        variant without any ERIC mechanism (BART, Seq2Seq, the baselines) is one-stage by default."""
+        if not isinstance(data, dict):
+            return data
+        if data.get("kind", "eric") != "eric":
+            data = {"state_attention": False, "state": False, "entity": False, **data}
+        if data.get("two_stage") is None:
+            mechanisms = any(data.get(k, True) for k in ("state_attention", "state", "entity"))
+            data = {**data, "two_stage": data.get("kind", "eric") == "eric" and mechanisms}
         return data
 
     @model_validator(mode="after")
@@ -170,6 +179,8 @@ class VariantParams(Section):
             raise ValueError(f"a {self.kind} variant keeps no ERIC mechanism (state_attention, state, entity)")
         if self.kind == "eric" and self.options:
             raise ValueError("options are for baseline architectures (kind != eric)")
+        if self.entity and not self.two_stage:
+            raise ValueError("a variant with entity needs two_stage (its planner predicts placeholders)")
         return self
 
 

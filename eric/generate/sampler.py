@@ -1,6 +1,7 @@
 """Two-stage sampling: stage one writes the story with placeholders (planning an entity
 and its state at every sentence token), stage two writes the mentions, the merge puts
-them in.
+them in. A one-stage model (config `two_stage: false`: BART and the baselines as in the
+paper) writes real names itself: its stage-one text is the story, no mention model runs.
 
     options = SamplingOptions.from_params(params)
     rows = sample_stories(inputs, stage_one, tokenizer, options, mentions, mention_tokenizer, pool)
@@ -71,6 +72,12 @@ class StageOneSample:
     unit_entities: list[str | None]  # "<e3>" | "<none>" per unit; None: not planned (unit 1 in the code's setting)
     unit_states: list[int]  # state id per unit, -1 = none
     tokens: int  # tokens generated (up to and including </s>)
+
+
+def is_two_stage(model) -> bool:
+    """Whether `model` writes placeholders for a mention model (models saved before the
+    setting existed were all two-stage)."""
+    return getattr(model.config, "two_stage", True)
 
 
 def _batches(items: list, size: int, progress: bool, desc: str):
@@ -152,7 +159,7 @@ def sample_stories(
     texts = [row.input for row in inputs]
     stage_one = sample_stage_one(model, tokenizer, texts, options)
     stories = [s.text for s in stage_one]
-    if mention_model is not None:
+    if mention_model is not None and is_two_stage(model):
         mention_texts = generate_mentions(mention_model, mention_tokenizer or tokenizer, texts, stories, options)
     else:
         mention_texts = [""] * len(stories)

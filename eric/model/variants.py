@@ -53,6 +53,7 @@ def eric_options(params: ModelParams, variant: str, ids: SpecialTokenIds) -> dic
     config.json, so that a loader can tell one variant's model from another's)."""
     return dict(
         variant=variant,
+        two_stage=params.variants[variant].two_stage,
         num_states=params.num_states,
         state_dim=params.state_dim,
         max_entities=params.max_entities,

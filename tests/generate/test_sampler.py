@@ -148,3 +148,20 @@ def test_plain_text_inputs_have_no_reference(tmp_path):
     path = tmp_path / "in.txt"
     path.write_text("First input.\n\nSecond input.\n")
     assert read_inputs(path) == [StoryInput("0", "First input."), StoryInput("2", "Second input.")]
+
+
+class _MustNotRun:
+    """A mention model that fails the test if a one-stage story asks it for names."""
+
+    device = "cpu"
+
+    def generate(self, *args, **kwargs):
+        raise AssertionError("a one-stage model's stories went to the mention model")
+
+
+def test_a_one_stage_model_writes_the_story_itself_and_skips_stage_two(tiny_project, inputs):
+    model, tokenizer = load_stage_one(tiny_project / "models" / "stage_one" / "bart", variant="bart")
+    assert model.config.two_stage is False  # BART is one-stage by default, as in the paper
+    rows = sample_stories(inputs[:3], model, tokenizer, OPTIONS, _MustNotRun(), tokenizer, NamePool(["Zed"], 0))
+    assert all(r["mentions_text"] == "" and r["mentions"] == [] for r in rows)
+    assert all(r["final_text"] for r in rows)
