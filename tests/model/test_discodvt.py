@@ -1,5 +1,5 @@
-"""DiscoDVT: each loss by hand, the quantizer round trip, the variant's parameters, the phases,
-save/load, KV-cached sampling of codes and text, build from params."""
+"""DiscoDVT: each loss by hand, the quantizer round trip, the phases, KV-cached sampling of codes;
+the shared architecture suite (tests/model/architecture_suite.py)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,7 @@ import math
 import pytest
 import torch
 
-from eric.config import ModelParams
 from eric.data.discourse import MARKERS
-from eric.data.tokenizer import SpecialTokenIds
 from eric.model.discodvt import (
     DiscoDVTConfig,
     DiscoDVTForConditionalGeneration,
@@ -21,13 +19,9 @@ from eric.model.discodvt import (
     unit_means,
     vq_losses,
 )
-from eric.model.registry import architecture, architecture_of
-from eric.model.variants import build_config
 from eric.train.meters import loss_terms
-from tests.model.baselines import sample_with_and_without_cache
-from tests.model.conftest import BOS, ENTITIES, EOS, SENT, make_batch, tiny_config, tiny_model
-
-BART_SWITCHES = dict(use_state=False, use_entity=False, use_state_attention=False)
+from tests.model.architecture_suite import BART_SWITCHES, ArchitectureTests
+from tests.model.conftest import BOS, EOS, SENT, make_batch, tiny_config
 NEW_PARTS = ("code_posterior", "code_upsampler", "code_prior", "relation_head")
 
 
@@ -158,49 +152,26 @@ def test_the_prior_phase_trains_only_the_prior_on_the_posteriors_codes():
     assert model.training_phases() == [("prior", 200)] and tiny_dvt(prior_steps=0).training_phases() == []
 
 
-def test_the_variant_adds_exactly_its_modules_to_bart():
-    names = {n for n, _ in tiny_dvt().named_parameters()}
-    bart = {n for n, _ in tiny_model(**BART_SWITCHES).named_parameters()}
-    assert bart < names
-    assert all(any(n.startswith(part) for part in NEW_PARTS) for n in names - bart)
-    assert {n.split(".")[0] for n in names - bart} == set(NEW_PARTS)
-
-
-def test_save_load_round_trip_through_the_registry(tmp_path):
-    model, batch = tiny_dvt(num_codes=12).eval(), dvt_batch()
-    model.save_pretrained(tmp_path)
-    cls = architecture_of(tmp_path)
-    assert cls is DiscoDVTForConditionalGeneration is architecture("discodvt")
-    loaded = cls.from_pretrained(tmp_path).eval()
-    assert loaded.config.num_codes == 12 and loaded.config.code_span == 4
-    a, b = model(**batch), loaded(**batch)
-    assert torch.equal(a.logits, b.logits) and torch.equal(a.loss, b.loss)
-    kwargs = dict(max_new_tokens=12, top_p=0.9)
-    x = model.generate(batch["input_ids"], batch["attention_mask"], generator=torch.Generator().manual_seed(0), **kwargs)
-    y = loaded.generate(batch["input_ids"], batch["attention_mask"], generator=torch.Generator().manual_seed(0), **kwargs)
-    assert torch.equal(x.codes, y.codes) and torch.equal(x.sequences, y.sequences)
-
-
-def test_sampling_codes_and_text_with_and_without_the_kv_cache_gives_the_same_tokens():
+def test_sampling_codes_with_and_without_the_kv_cache_gives_the_same_codes():
     model, batch = tiny_dvt().eval(), dvt_batch()
     encoded = model.encode(batch["input_ids"], batch["attention_mask"])
     codes = [model.sample_codes(encoded, batch["attention_mask"], max_codes=10, top_p=0.9, use_cache=cache,
                                 generator=torch.Generator().manual_seed(5)) for cache in (True, False)]
     assert torch.equal(*codes) and codes[0].shape[1] > 1
-    cached, full = sample_with_and_without_cache(model, batch, max_new_tokens=24, do_sample=True, top_p=0.9)
-    assert torch.equal(cached.codes, full.codes) and torch.equal(cached.sequences, full.sequences)
-    assert cached.units(0) == [] and cached.codes.shape[1] <= math.ceil(25 / 4)
+    out = model.generate(batch["input_ids"], batch["attention_mask"], max_new_tokens=24, do_sample=True, top_p=0.9,
+                         generator=torch.Generator().manual_seed(3))
+    assert out.units(0) == [] and out.codes.shape[1] <= math.ceil(25 / 4)  # a code per r = 4 tokens
 
 
-def test_variant_builds_from_params_with_its_options():
-    params = ModelParams(variants={"discodvt": {"kind": "discodvt", "options": {"num_codes": 64, "prior_steps": 5}}})
-    ids = SpecialTokenIds(bos=0, eos=2, pad=1, sent=SENT, entities=ENTITIES + list(range(11, 106)))
-    config = build_config(params, "discodvt", 200, ids)
-    assert isinstance(config, DiscoDVTConfig) and config.num_codes == 64 and config.prior_steps == 5
-    assert config.downsample_layers == 3 and config.relation_labels == "marker"
-    assert not (config.use_state or config.use_entity or config.use_state_attention)
-    with pytest.raises(ValueError, match="num_codes"):
-        build_config(ModelParams(variants={"d": {"kind": "discodvt", "options": {"num_codes": 1}}}), "d", 200, ids)
-    with pytest.raises(ValueError, match="relation_labels"):
-        build_config(ModelParams(variants={"d": {"kind": "discodvt", "options": {"relation_labels": "x"}}}),
-                     "d", 200, ids)
+class TestDiscoDVTArchitecture(ArchitectureTests):
+    kind = "discodvt"
+    options = {"num_codes": 12, "prior_steps": 5}
+    option_defaults = {"downsample_layers": 3, "relation_labels": "marker"}
+    invalid_options = ({"num_codes": 1}, {"relation_labels": "x"})
+    added_parameters = tuple(f"{part}." for part in NEW_PARTS)
+
+    def tiny(self, seed: int = 0, **overrides):
+        return tiny_dvt(seed, **overrides)
+
+    def batch(self):
+        return dvt_batch()

@@ -1,5 +1,5 @@
-"""HINT: both losses by hand, where r_n is read, the shuffled copy, the variant's parameters,
-save/load, sampling with and without the KV cache, building from params, first-phase heads."""
+"""HINT: both losses by hand, where r_n is read, the shuffled copy, first-phase heads; the shared
+architecture suite (tests/model/architecture_suite.py)."""
 
 from __future__ import annotations
 
@@ -14,12 +14,9 @@ from eric.model.hint import (
     IGNORE, HintConfig, HintForConditionalGeneration, closing_positions, order_loss, shuffle_units,
     similarity_loss, similarity_targets,
 )
-from eric.model.registry import architecture, architecture_of
 from eric.model.variants import build_model
-from tests.model.baselines import sample_with_and_without_cache
+from tests.model.architecture_suite import BART_SWITCHES, ArchitectureTests
 from tests.model.conftest import BOS, EOS, SENT, make_batch, tiny_config, tiny_model
-
-BART_SWITCHES = dict(use_state=False, use_entity=False, use_state_attention=False)
 
 
 def tiny_hint(seed: int = 0, **overrides) -> HintForConditionalGeneration:
@@ -153,50 +150,9 @@ def test_loss_is_lm_plus_the_weighted_terms_and_plain_bart_without_extras():
     assert extras(off, batch, identity_targets(batch)) == {}
 
 
-def test_the_variant_adds_exactly_the_two_heads_to_bart():
-    hint, bart = tiny_hint(), tiny_model(**BART_SWITCHES)
-    names = lambda m: {n for n, _ in m.named_parameters()}  # noqa: E731
-    added = names(hint) - names(bart)
-    assert names(bart) <= names(hint)
-    assert added == {f"hint_{h}_head.{p}" for h in ("similarity", "order") for p in ("proj.weight", "bias")}
-    assert all(any(part in n for part in HintForConditionalGeneration.new_modules) for n in added)
-
-
-def test_save_load_round_trip_through_the_registry(tmp_path):
-    batch = make_batch()
-    model = tiny_hint(shuffle_ratio=0.75).eval()
-    model.save_pretrained(tmp_path)
-    cls = architecture_of(tmp_path)
-    assert cls is HintForConditionalGeneration is architecture("hint")
-    loaded = cls.from_pretrained(tmp_path).eval()
-    assert loaded.config.shuffle_ratio == 0.75
-    a = model(**batch, **extras(model, batch, identity_targets(batch)))
-    b = loaded(**batch, **extras(loaded, batch, identity_targets(batch)))
-    assert torch.equal(a.logits, b.logits) and torch.equal(a.loss, b.loss)
-
-
-def test_sampling_with_and_without_the_kv_cache_gives_the_same_tokens():
-    cached, full = sample_with_and_without_cache(tiny_hint().eval(), make_batch(rows=2), max_new_tokens=20,
-                                                 do_sample=True, top_p=0.9)
-    assert torch.equal(cached.sequences, full.sequences)
-
-
 @pytest.fixture(scope="module")
 def tokenizer():
     return build_tokenizer(["<e0> meets <e1> at night.", "The town sleeps."] * 20, vocab_size=300, max_entities=100)
-
-
-def test_build_model_from_params_with_its_options(tokenizer):
-    params = ModelParams(size="tiny", variants={"hint": {"kind": "hint", "options": {"order_weight": 0.3}}})
-    model = build_model(params, "hint", tokenizer)
-    assert isinstance(model, HintForConditionalGeneration)
-    c = model.config
-    assert (c.order_weight, c.similarity_weight, c.similarity_margin, c.shuffle_ratio) == (0.3, 0.1, 0.1, 0.5)
-    assert not (c.use_state or c.use_entity or c.use_state_attention)
-    with pytest.raises(ValueError, match="shuffle_ratio"):
-        build_model(ModelParams(variants={"h": {"kind": "hint", "options": {"shuffle_ratio": 0}}}), "h", tokenizer)
-    with pytest.raises(ValueError, match="extra"):
-        build_model(ModelParams(variants={"h": {"kind": "hint", "options": {"lambda": 1}}}), "h", tokenizer)
 
 
 def test_a_first_phase_checkpoint_passes_its_heads_to_the_next_run(tmp_path, tokenizer):
@@ -215,3 +171,17 @@ def test_a_first_phase_checkpoint_passes_its_heads_to_the_next_run(tmp_path, tok
     build_model(params, "bart", tokenizer).save_pretrained(tmp_path / "bart")
     fresh = build_model(params.model_copy(update={"init": str(tmp_path / "bart")}), "hint", tokenizer)
     assert fresh.hint_order_head.bias.item() == 0.0
+
+
+class TestHintArchitecture(ArchitectureTests):
+    kind = "hint"
+    options = {"order_weight": 0.3}
+    option_defaults = {"similarity_weight": 0.1, "similarity_margin": 0.1, "shuffle_ratio": 0.5}
+    invalid_options = ({"shuffle_ratio": 0},)
+    added_parameters = tuple(f"hint_{h}_head.{p}" for h in ("similarity", "order") for p in ("proj.weight", "bias"))
+
+    def tiny(self, seed: int = 0, **overrides):
+        return tiny_hint(seed, **overrides)
+
+    def extras(self, model, batch):
+        return extras(model, batch, identity_targets(batch))

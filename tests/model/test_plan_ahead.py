@@ -1,5 +1,6 @@
-"""PlanAhead: the gated mixture and its NLL by hand, keyword extraction, the parameters it adds,
-save/load, sampling with the mixture (KV cache parity), building from params, the collator."""
+"""PlanAhead: the gated mixture and its NLL by hand, keyword extraction, the tied plan head, loading
+for sampling, sampling from the mixture, building from params with the collator; the shared
+architecture suite (tests/model/architecture_suite.py)."""
 
 from __future__ import annotations
 
@@ -16,12 +17,9 @@ from eric.model.plan_ahead import (
     IGNORE, KeywordTargets, PlanAheadConfig, PlanAheadForConditionalGeneration, keyword_loss, mixture_log_probs,
     mixture_nll,
 )
-from eric.model.registry import architecture, architecture_of
 from eric.model.variants import build_model
-from tests.model.baselines import sample_with_and_without_cache
+from tests.model.architecture_suite import BART_SWITCHES, ArchitectureTests
 from tests.model.conftest import EOS, SENT, make_batch, tiny_config, tiny_model
-
-BART_SWITCHES = dict(use_state=False, use_entity=False, use_state_attention=False)
 CORPUS = [
     "<sent> The miller and the miller's son fish. <sent> <e0> sells the mill.",
     "<sent> The dragon burns the village. <sent> <e0> fights the dragon with <e1>.",
@@ -115,12 +113,8 @@ def test_keyword_extraction_on_a_tiny_corpus(tmp_path):
     assert keywords.cache["a"] == ids  # computed once per row id
 
 
-def test_variant_adds_exactly_the_plan_head_and_the_gate():
+def test_tying_the_plan_head_drops_its_output_matrix_and_the_added_count_is_by_hand():
     bart, plan = tiny_model(**BART_SWITCHES), tiny_plan_ahead()
-    assert _names(plan) - _names(bart) == {
-        "plan_head.dense.weight", "plan_head.dense.bias", "plan_head.out.weight", "plan_head.bias",
-        "plan_gate.weight", "plan_gate.bias"}
-    assert _names(bart) <= _names(plan)
     tied = tiny_plan_ahead(tie_plan_head=True)
     assert _names(plan) - _names(tied) == {"plan_head.out.weight"}
     d, v = plan.config.d_model, plan.config.vocab_size
@@ -128,14 +122,13 @@ def test_variant_adds_exactly_the_plan_head_and_the_gate():
     assert extra == d * d + d + d * v + v + d + 1
 
 
-def test_save_load_round_trip_through_load_stage_one(tmp_path):
+def test_load_stage_one_gives_back_the_saved_plan_ahead_model(tmp_path):
     tokenizer = train_bpe(CORPUS * 3, vocab_size=300, max_entities=5)
     model = tiny_plan_ahead(num_keywords=7, vocab_size=len(tokenizer)).eval()
     with torch.no_grad():
         model.plan_head.bias.normal_()
     model.save_pretrained(tmp_path)
     tokenizer.save_pretrained(tmp_path)
-    assert architecture_of(tmp_path) is PlanAheadForConditionalGeneration is architecture("plan_ahead")
     loaded, _ = load_stage_one(tmp_path)
     assert isinstance(loaded, PlanAheadForConditionalGeneration) and loaded.config.num_keywords == 7
     batch = make_batch()
@@ -150,13 +143,6 @@ def _gated_model(gate_bias: float) -> PlanAheadForConditionalGeneration:
         model.final_logits_bias[0, SENT] = 0.2
         model.plan_gate.bias.fill_(gate_bias)
     return model
-
-
-def test_sampling_with_and_without_the_kv_cache_gives_the_same_tokens():
-    model, batch = _gated_model(0.0), make_batch(rows=2)
-    for kwargs in (dict(do_sample=True, top_p=0.9), dict(do_sample=False)):
-        runs = sample_with_and_without_cache(model, batch, max_new_tokens=20, **kwargs)
-        assert torch.equal(runs[0].sequences, runs[1].sequences)
 
 
 def test_generation_samples_from_the_mixture_at_every_step():
@@ -195,8 +181,24 @@ def test_builds_from_params_and_trains_on_collated_batches():
     assert batch["keyword_ids"].shape[0] == 3 and (batch["keyword_ids"][:, 0] >= 0).all()
     out = model(**batch)
     assert out.plan_loss is not None and torch.isfinite(out.loss)
-    with pytest.raises(ValueError, match="num_keywords"):
-        build_model(ModelParams(max_entities=5, variants={"p": {"kind": "plan_ahead", "options": {"num_keywords": 0}}}),
-                    "p", tokenizer)
     with pytest.raises(ValueError, match="IDF"):
         PlanAheadForConditionalGeneration.batch_extras(model.config, tokenizer, rows, batch)
+
+
+class TestPlanAheadArchitecture(ArchitectureTests):
+    kind = "plan_ahead"
+    options = {"num_keywords": 3, "tie_plan_head": True}
+    option_defaults = {"plan_weight": 1.0}
+    invalid_options = ({"num_keywords": 0},)
+    added_parameters = ("plan_head.dense.weight", "plan_head.dense.bias", "plan_head.out.weight", "plan_head.bias",
+                        "plan_gate.weight", "plan_gate.bias")
+    round_trip_overrides = ({}, {"tie_plan_head": False})
+
+    def tiny(self, seed: int = 0, **overrides):
+        return tiny_plan_ahead(seed, **overrides)
+
+    def extras(self, model, batch):
+        return {"keyword_ids": torch.tensor([[30, 31, IGNORE], [40, IGNORE, IGNORE], [50, 51, 52]])}
+
+    def sampling_model(self):
+        return _gated_model(0.0)
