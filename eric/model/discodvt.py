@@ -24,14 +24,18 @@ Modules (parameter-name parts `code_posterior`, `code_upsampler`, `code_prior`, 
 
 Losses of the main phase (VQ-VAE, van den Oord et al. 2017, straight-through estimator):
 
-    L = L_rec + ||sg(z_e) - z_q||^2 + beta ||z_e - sg(z_q)||^2 + lambda_d L_disc
+    L = L_rec + ||sg(z_e) - z_q||^2 + beta ||z_e - sg(z_q)||^2 + lambda_d L_disc - alpha H
 
 L_rec the token cross-entropy of the decoder given x and z_q (= lm_loss); the two VQ terms
 are means over codes and dimensions (`codebook_loss`, `commitment_loss`, beta =
-commitment_weight = 0.25); L_disc (`discourse_loss`) the cross-entropy of the relation between
-adjacent units, labelled by the discourse marker opening the second one
-(eric/data/discourse.py: DisSent's 15 markers as DiscoDVT, or their 4 PDTB classes with
-`relation_labels: class`); pairs whose second unit opens with no marker are not supervised.
+commitment_weight = 0.25); L_disc (`discourse_loss`, lambda_d = discourse_weight = 0.1, as
+DiscoDVT's scripts) the cross-entropy of the relation between adjacent units: with
+`relation_labels: directed` (default) DiscoDVT's 20 classes, 10 markers with a direction and a
+supervised "none" (eric/data/discourse.py: `directed_relation`); with `marker` the 15 DisSent
+markers opening the second unit, with `class` their 4 PDTB classes, and then pairs whose second
+unit opens with no marker are not supervised. H (`entropy_loss` = -H, alpha = entropy_weight =
+0.1, as DiscoDVT) is the entropy of each text's mean code distribution over its codes, averaged
+over the texts (DiscoDVT src/main.py:239-248, 303); the distribution is softmax(-||z_e - e_k||^2).
 Prior phase (`prior_steps` more optimizer steps after the main ones, same lr and schedule
 shape, posterior/encoder/decoder frozen): L_prior = cross-entropy of the posterior's code
 sequence c_1..c_M, EOS under the prior (`prior_loss`, mean over codes + EOS).
@@ -75,7 +79,7 @@ from torch.nn import functional as F
 from transformers import AutoConfig
 from transformers import initialization as init
 
-from eric.data.discourse import MARKERS, RELATION_CLASS, opening_marker
+from eric.data.discourse import DIRECTED_RELATIONS, MARKERS, RELATION_CLASS, directed_relation, opening_marker
 from eric.data.schema import SENT_TOKEN
 from eric.model.config import EricConfig
 from eric.model.decoder import EricCache, EricDecoder
@@ -83,7 +87,11 @@ from eric.model.generation import EricGenerationOutput, sampling_warpers
 from eric.model.modeling_eric import NEW_MODULES, EricForConditionalGeneration, EricOutput
 
 IGNORE = -100
-RELATION_SETS = {"marker": MARKERS, "class": tuple(dict.fromkeys(RELATION_CLASS.values()))}
+RELATION_SETS = {
+    "directed": DIRECTED_RELATIONS,
+    "marker": MARKERS,
+    "class": tuple(dict.fromkeys(RELATION_CLASS.values())),
+}
 PHASES = ("main", "prior")
 
 
@@ -94,8 +102,9 @@ class DiscoDVTConfig(EricConfig):
     num_codes: int = 256
     downsample_layers: int = 3
     commitment_weight: float | int = 0.25
-    discourse_weight: float | int = 1.0
-    relation_labels: str = "marker"
+    discourse_weight: float | int = 0.1
+    relation_labels: str = "directed"
+    entropy_weight: float | int = 0.1  # EricConfig's field (its state space's), here DiscoDVT's alpha
     prior_layers: int = 2
     prior_steps: int = 200
 
@@ -122,8 +131,9 @@ class DiscoDVTOptions(BaseModel):
     num_codes: int = Field(256, ge=2)  # K (DiscoDVT: 256)
     downsample_layers: int = Field(3, ge=0, le=8)  # r = 2^layers tokens per code
     commitment_weight: float = Field(0.25, ge=0)  # beta
-    discourse_weight: float = Field(1.0, ge=0)  # lambda_d
-    relation_labels: Literal["marker", "class"] = "marker"
+    discourse_weight: float = Field(0.1, ge=0)  # lambda_d (DiscoDVT's gamma: 0.1)
+    relation_labels: Literal["directed", "marker", "class"] = "directed"  # directed: DiscoDVT's 20, "none" supervised
+    entropy_weight: float = Field(0.1, ge=0)  # alpha: loss - alpha H(each text's mean code distribution)
     prior_layers: int = Field(2, ge=1)
     prior_steps: int = Field(200, ge=0)  # optimizer steps of the prior phase (0: no prior training)
 
@@ -133,6 +143,7 @@ class DiscoDVTOutput(EricOutput):
     codebook_loss: torch.Tensor | None = None
     commitment_loss: torch.Tensor | None = None
     discourse_loss: torch.Tensor | None = None
+    entropy_loss: torch.Tensor | None = None  # -H: the loss adds entropy_weight * entropy_loss
     prior_loss: torch.Tensor | None = None
 
 
@@ -164,6 +175,12 @@ class Quantizer(nn.Module):
         distances = flat.pow(2).sum(-1, keepdim=True) - 2 * flat @ codebook.t() + codebook.pow(2).sum(-1)
         return distances.argmin(-1).view(latents.shape[:-1])
 
+    def soft_assignment_logits(self, latents: torch.Tensor) -> torch.Tensor:
+        """-||z_e - e_k||^2 [.., K]: the logits of the code distribution the entropy term reads."""
+        flat = latents.float()
+        codebook = self.codebook.float()
+        return -(flat.pow(2).sum(-1, keepdim=True) - 2 * flat @ codebook.t() + codebook.pow(2).sum(-1))
+
     def lookup(self, indices: torch.Tensor) -> torch.Tensor:
         return F.embedding(indices.clamp(min=0), self.codebook)
 
@@ -176,6 +193,18 @@ def vq_losses(latents: torch.Tensor, quantized: torch.Tensor, mask: torch.Tensor
         zero = latents.sum() * 0.0 + quantized.sum() * 0.0
         return zero, zero
     return F.mse_loss(q, z.detach()), F.mse_loss(z, q.detach())
+
+
+def mean_code_entropy(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """H(q_b), q_b = mean of softmax(logits) over the codes in `mask` of text b, then the mean
+    over the texts that have a code (DiscoDVT src/main.py:239-248, per text, not per batch)."""
+    probs = torch.softmax(logits.float(), dim=-1) * mask[..., None].to(torch.float32)
+    counts = mask.sum(1)
+    rows = counts > 0
+    if not bool(rows.any()):
+        return probs.sum() * 0.0
+    mean = probs.sum(1)[rows] / counts[rows, None]
+    return -(mean * mean.clamp_min(1e-12).log()).sum(-1).mean()
 
 
 class Downsampler(nn.Module):
@@ -295,9 +324,12 @@ def discourse_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor |
     return F.cross_entropy(logits[found].float(), labels[found])
 
 
-def relation_id(unit_text: str, relations: tuple[str, ...], labels: str) -> int | None:
-    """The relation label a unit's opening marker gives its link to the previous unit."""
-    marker = opening_marker(unit_text)
+def relation_id(first: str, second: str, relations: tuple[str, ...], labels: str) -> int | None:
+    """The label of the link between adjacent units `first` and `second`: DiscoDVT's directed
+    class (`directed`, never None), or the marker opening `second` (`marker`) or its class."""
+    if labels == "directed":
+        return relations.index(directed_relation(first, second))
+    marker = opening_marker(second)
     if marker is None:
         return None
     return relations.index(marker if labels == "marker" else RELATION_CLASS[marker])
@@ -347,13 +379,15 @@ class DiscoDVTForConditionalGeneration(EricForConditionalGeneration):
 
     @classmethod
     def batch_extras(cls, config, tokenizer, rows: list[dict], batch: dict) -> dict:
-        """relation_labels [B, N - 1]: the relation of each kept unit to the one before it
-        (the marker opening it), -100 where it opens with none."""
+        """relation_labels [B, N - 1]: the relation of each kept unit to the one before it;
+        `directed`: DiscoDVT's class (or "none") of every pair; `marker`/`class`: the marker
+        opening the second unit (or its class), -100 where it opens with none."""
         kept = (batch["labels"] == config.sent_token_id).sum(1).tolist()
         out = torch.full((len(rows), max(max(kept, default=1) - 1, 1)), IGNORE, dtype=torch.long)
         for i, row in enumerate(rows):
-            for n, text in enumerate(unit_texts(row["target"])[1 : kept[i]]):
-                label = relation_id(text, config.relations, config.relation_labels)
+            units = unit_texts(row["target"])[: kept[i]]
+            for n, (first, second) in enumerate(zip(units, units[1:])):
+                label = relation_id(first, second, config.relations, config.relation_labels)
                 if label is not None:
                     out[i, n] = label
         return {"relation_labels": out}
@@ -465,6 +499,10 @@ class DiscoDVTForConditionalGeneration(EricForConditionalGeneration):
         used = post.indices[post.mask].unique().numel()
         out.codebook_usage = torch.tensor(used / config.num_codes, device=labels.device)
         out.loss = out.loss + out.codebook_loss + config.commitment_weight * out.commitment_loss
+        if config.entropy_weight > 0:
+            code_logits = self.code_posterior.quantizer.soft_assignment_logits(post.latents)
+            out.entropy_loss = -mean_code_entropy(code_logits, post.mask)
+            out.loss = out.loss + config.entropy_weight * out.entropy_loss
         if relation_labels is None:
             return
         tokens = post.straight_through.repeat_interleave(config.code_span, dim=1)[:, : labels.shape[1]]

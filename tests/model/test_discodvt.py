@@ -8,12 +8,13 @@ import math
 import pytest
 import torch
 
-from eric.data.discourse import MARKERS
+from eric.data.discourse import DIRECTED_RELATIONS, MARKERS, directed_relation
 from eric.model.discodvt import (
     DiscoDVTConfig,
     DiscoDVTForConditionalGeneration,
     Quantizer,
     discourse_loss,
+    mean_code_entropy,
     prior_loss,
     prior_sequences,
     unit_means,
@@ -86,19 +87,58 @@ def test_unit_means_and_discourse_loss_by_hand():
     assert discourse_loss(logits, torch.tensor([[-100, -100]])) is None
 
 
+def test_mean_code_entropy_is_per_text_over_real_codes_by_hand():
+    # K = 2; text 1: one code (1, 0); text 2: one code (0, 1) and a padding code (1, 0);
+    # text 3: (1/2, 1/2) and (1, 0) -> mean (3/4, 1/4)
+    inf = float("inf")
+    logits = torch.tensor([[[0.0, -inf], [0.0, 0.0]], [[-inf, 0.0], [0.0, -inf]], [[0.0, 0.0], [0.0, -inf]]])
+    mask = torch.tensor([[True, False], [True, False], [True, True]])
+    h3 = -(0.75 * math.log(0.75) + 0.25 * math.log(0.25))
+    # per text: 0, 0, h3 (one batch-wide mean distribution would give log 2 for texts 1-2)
+    assert mean_code_entropy(logits, mask).item() == pytest.approx(h3 / 3)
+    assert mean_code_entropy(logits[:2], mask[:2]).item() == pytest.approx(0.0, abs=1e-6)
+    assert mean_code_entropy(logits, torch.zeros_like(mask)).item() == 0.0
+
+
+def test_the_entropy_term_is_minus_alpha_times_the_entropy_of_the_soft_assignments():
+    model, batch = tiny_dvt(entropy_weight=0.3), dvt_batch()
+    out = model(**batch)
+    post = model.posterior(batch["labels"])
+    distances = torch.cdist(post.latents.float(), model.code_posterior.quantizer.codebook.float()) ** 2
+    assert out.entropy_loss.item() == pytest.approx(-mean_code_entropy(-distances, post.mask).item(), rel=1e-4)
+    assert out.entropy_loss.item() < 0 and "entropy_loss" in loss_terms(out)
+    expected = (out.lm_loss + out.codebook_loss + 0.25 * out.commitment_loss + 0.1 * out.discourse_loss
+                + 0.3 * out.entropy_loss)
+    assert torch.allclose(out.loss, expected)
+    assert tiny_dvt(entropy_weight=0.0)(**batch).entropy_loss is None
+
+
+def test_directed_relations_are_discodvts_twenty_by_hand():
+    assert len(DIRECTED_RELATIONS) == 20 and DIRECTED_RELATIONS[0] == "none" and "then21" not in DIRECTED_RELATIONS
+    assert DIRECTED_RELATIONS[1:5] == ("after12", "after21", "also12", "also21")
+    assert directed_relation("He fell.", "Then he rose.") == "then12"
+    assert directed_relation("He fell", "because he slipped.") == "because12"
+    assert directed_relation("Because he slipped,", "he fell.") == "because21"
+    assert directed_relation("Because he slipped.", "He fell.") == "none"  # the marker's sentence ended
+    assert directed_relation("Then, in the end,", "he rose.") == "none"  # then21 is no class
+    assert directed_relation("He fell,", "but he rose.") == "none"  # "but" is not one of its markers
+    assert directed_relation("He fell.", "He rose.") == "none"
+
+
 def test_relation_labels_come_from_the_opening_markers_of_kept_units():
     labels = torch.tensor([[BOS, SENT, 30, SENT, 31, SENT, 32, EOS], [BOS, SENT, 30, SENT, 31, EOS, -100, -100]])
     rows = [{"target": "<sent> He came home. <sent> But she left. <sent> Then it rained."},
             {"target": "<sent> A storm. <sent> Nobody came. <sent> So it ended."}]  # row 2: unit 3 cut
     for kind, expected in (("marker", [[MARKERS.index("but"), MARKERS.index("then")], [-100, -100]]),
-                           ("class", [[2, 0], [-100, -100]])):  # comparison, temporal
+                           ("class", [[2, 0], [-100, -100]]),  # comparison, temporal
+                           ("directed", [[0, DIRECTED_RELATIONS.index("then12")], [0, -100]])):  # none supervised
         config = tiny_dvt(relation_labels=kind).config
         out = DiscoDVTForConditionalGeneration.batch_extras(config, None, rows, {"labels": labels})
         assert out["relation_labels"].tolist() == expected
 
 
 def test_loss_is_reconstruction_plus_vq_plus_discourse():
-    model, batch = tiny_dvt(commitment_weight=0.5, discourse_weight=2.0), dvt_batch()
+    model, batch = tiny_dvt(commitment_weight=0.5, discourse_weight=2.0, entropy_weight=0.0), dvt_batch()
     out = model(**batch)
     expected = out.lm_loss + out.codebook_loss + 0.5 * out.commitment_loss + 2.0 * out.discourse_loss
     assert torch.allclose(out.loss, expected)
@@ -166,8 +206,9 @@ def test_sampling_codes_with_and_without_the_kv_cache_gives_the_same_codes():
 class TestDiscoDVTArchitecture(ArchitectureTests):
     kind = "discodvt"
     options = {"num_codes": 12, "prior_steps": 5}
-    option_defaults = {"downsample_layers": 3, "relation_labels": "marker"}
-    invalid_options = ({"num_codes": 1}, {"relation_labels": "x"})
+    option_defaults = {"downsample_layers": 3, "relation_labels": "directed", "discourse_weight": 0.1,
+                       "entropy_weight": 0.1}
+    invalid_options = ({"num_codes": 1}, {"relation_labels": "x"}, {"entropy_weight": -1})
     added_parameters = tuple(f"{part}." for part in NEW_PARTS)
 
     def tiny(self, seed: int = 0, **overrides):
