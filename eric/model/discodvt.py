@@ -93,6 +93,7 @@ RELATION_SETS = {
     "class": tuple(dict.fromkeys(RELATION_CLASS.values())),
 }
 PHASES = ("main", "prior")
+POSTERIORS = ("gumbel", "vq")
 
 
 @strict
@@ -105,6 +106,10 @@ class DiscoDVTConfig(EricConfig):
     discourse_weight: float | int = 0.1
     relation_labels: str = "directed"
     entropy_weight: float | int = 0.1  # EricConfig's field (its state space's), here DiscoDVT's alpha
+    posterior: str = "vq"  # configs saved before this option hold VQ models; a variant's default is gumbel
+    gumbel_temperature: float | int = 0.9
+    gumbel_min_temperature: float | int = 0.1
+    gumbel_anneal_rate: float | int = 1e-4
     prior_layers: int = 2
     prior_steps: int = 200
 
@@ -113,6 +118,11 @@ class DiscoDVTConfig(EricConfig):
             raise ValueError("num_codes must be >= 2, prior_layers >= 1, downsample_layers in 0..8")
         if self.relation_labels not in RELATION_SETS:
             raise ValueError(f"relation_labels must be one of {sorted(RELATION_SETS)}")
+        if self.posterior not in POSTERIORS:
+            raise ValueError(f"posterior must be one of {POSTERIORS}")
+        if not 0 < self.gumbel_min_temperature <= self.gumbel_temperature or self.gumbel_anneal_rate < 0:
+            raise ValueError("gumbel temperatures must be 0 < gumbel_min_temperature <= gumbel_temperature, "
+                             "gumbel_anneal_rate >= 0")
 
     @property
     def code_span(self) -> int:
@@ -134,6 +144,10 @@ class DiscoDVTOptions(BaseModel):
     discourse_weight: float = Field(0.1, ge=0)  # lambda_d (DiscoDVT's gamma: 0.1)
     relation_labels: Literal["directed", "marker", "class"] = "directed"  # directed: DiscoDVT's 20, "none" supervised
     entropy_weight: float = Field(0.1, ge=0)  # alpha: loss - alpha H(each text's mean code distribution)
+    posterior: Literal["gumbel", "vq"] = "gumbel"  # q(z|y): Gumbel-softmax relaxation (DiscoDVT) | VQ
+    gumbel_temperature: float = Field(0.9, gt=0)  # tau at the first training forward (gumbel)
+    gumbel_min_temperature: float = Field(0.1, gt=0)  # tau never goes below it
+    gumbel_anneal_rate: float = Field(1e-4, ge=0)  # tau = max(min, tau_0 exp(-rate * training forwards))
     prior_layers: int = Field(2, ge=1)
     prior_steps: int = Field(200, ge=0)  # optimizer steps of the prior phase (0: no prior training)
 
@@ -156,9 +170,10 @@ class DiscoDVTGenerationOutput(EricGenerationOutput):
 class Posterior:
     latents: torch.Tensor  # z_e [B, M, d]
     indices: torch.Tensor  # [B, M] code ids, -1 = no code
-    quantized: torch.Tensor  # z_q [B, M, d]
-    straight_through: torch.Tensor  # z_e + sg(z_q - z_e)
+    quantized: torch.Tensor  # z_q [B, M, d]: the chosen codes' vectors
+    straight_through: torch.Tensor  # what the decoder reads: vq z_e + sg(z_q - z_e); gumbel w @ E
     mask: torch.Tensor  # [B, M] bool
+    logits: torch.Tensor  # [B, M, K] of the code distribution (the entropy term's): vq -||z_e - e_k||^2
 
 
 # -- the pieces ---------------------------------------------------------------------------
@@ -244,17 +259,43 @@ class Upsampler(nn.Module):
 
 
 class CodePosterior(nn.Module):
+    """vq: nearest code, straight-through. gumbel (DiscoDVT src/modeling_bart.py:1466-1472): logits
+    = Linear(z_e); in training the decoder reads w @ E, w = Gumbel-softmax(logits, tau) (soft: its
+    scripts pass --gumbel_trick, so hard = False); in eval one_hot(argmax); the code id is the argmax
+    (its get_codebook_indices, :1529-1531). `step` counts the training forwards that anneal tau."""
+
     def __init__(self, config: DiscoDVTConfig):
         super().__init__()
+        self.config = config
         self.downsample = Downsampler(config.d_model, config.downsample_layers)
         self.quantizer = Quantizer(config.num_codes, config.d_model)
+        if config.posterior == "gumbel":
+            self.to_logits = nn.Linear(config.d_model, config.num_codes)
+            self.register_buffer("step", torch.zeros((), dtype=torch.long))
+
+    def temperature(self) -> float:
+        """tau = max(min, tau_0 exp(-rate * step)) (DiscoDVT src/main.py:280-283)."""
+        c = self.config
+        return max(c.gumbel_min_temperature, c.gumbel_temperature * math.exp(-c.gumbel_anneal_rate * int(self.step)))
 
     def forward(self, token_states: torch.Tensor, token_mask: torch.Tensor) -> Posterior:
         latents, mask = self.downsample(token_states, token_mask)
-        indices = self.quantizer.nearest(latents)
+        if self.config.posterior == "vq":
+            indices = self.quantizer.nearest(latents)
+            quantized = self.quantizer.lookup(indices).to(latents.dtype)
+            straight = latents + (quantized - latents).detach()
+            logits = self.quantizer.soft_assignment_logits(latents)
+            return Posterior(latents, torch.where(mask, indices, -1), quantized, straight, mask, logits)
+        logits = self.to_logits(latents)
+        indices = logits.argmax(-1)
+        if self.training:
+            weights = F.gumbel_softmax(logits.float(), tau=self.temperature(), hard=False, dim=-1)
+            self.step += 1
+        else:
+            weights = F.one_hot(indices, self.config.num_codes).float()
+        read = (weights @ self.quantizer.codebook.float()).to(latents.dtype)
         quantized = self.quantizer.lookup(indices).to(latents.dtype)
-        straight = latents + (quantized - latents).detach()
-        return Posterior(latents, torch.where(mask, indices, -1), quantized, straight, mask)
+        return Posterior(latents, torch.where(mask, indices, -1), quantized, read, mask, logits)
 
 
 class CodePrior(nn.Module):
@@ -494,14 +535,14 @@ class DiscoDVTForConditionalGeneration(EricForConditionalGeneration):
 
     def _posterior_objectives(self, out: DiscoDVTOutput, post: Posterior, labels, relation_labels) -> None:
         config = self.config
-        out.codebook_loss, out.commitment_loss = vq_losses(post.latents, post.quantized, post.mask)
         out.state_ids = post.indices  # the loop counts the codes used (StateUsageWindow)
         used = post.indices[post.mask].unique().numel()
         out.codebook_usage = torch.tensor(used / config.num_codes, device=labels.device)
-        out.loss = out.loss + out.codebook_loss + config.commitment_weight * out.commitment_loss
+        if config.posterior == "vq":
+            out.codebook_loss, out.commitment_loss = vq_losses(post.latents, post.quantized, post.mask)
+            out.loss = out.loss + out.codebook_loss + config.commitment_weight * out.commitment_loss
         if config.entropy_weight > 0:
-            code_logits = self.code_posterior.quantizer.soft_assignment_logits(post.latents)
-            out.entropy_loss = -mean_code_entropy(code_logits, post.mask)
+            out.entropy_loss = -mean_code_entropy(post.logits, post.mask)
             out.loss = out.loss + config.entropy_weight * out.entropy_loss
         if relation_labels is None:
             return

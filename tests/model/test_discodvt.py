@@ -7,6 +7,7 @@ import math
 
 import pytest
 import torch
+from torch.nn import functional as F
 
 from eric.data.discourse import DIRECTED_RELATIONS, MARKERS, directed_relation
 from eric.model.discodvt import (
@@ -113,6 +114,37 @@ def test_the_entropy_term_is_minus_alpha_times_the_entropy_of_the_soft_assignmen
     assert tiny_dvt(entropy_weight=0.0)(**batch).entropy_loss is None
 
 
+def test_gumbel_temperature_anneals_by_hand():
+    posterior = tiny_dvt(posterior="gumbel").code_posterior  # tau_0 0.9, min 0.1, rate 1e-4
+    for step, tau in ((0, 0.9), (10_000, 0.9 * math.exp(-1)), (30_000, 0.1)):  # 0.9 e^-3 = 0.045 < 0.1
+        posterior.step.fill_(step)
+        assert posterior.temperature() == pytest.approx(tau)
+
+
+def test_gumbel_posterior_reads_a_soft_mixture_of_codes_in_training_and_the_argmax_code_in_eval():
+    model, batch = tiny_dvt(posterior="gumbel", entropy_weight=0.2, discourse_weight=0.5), dvt_batch()
+    posterior = model.code_posterior
+    d, k = model.config.d_model, model.config.num_codes
+    with torch.no_grad():  # code k = the k-th basis vector: the decoder's input shows the weights
+        posterior.quantizer.codebook.copy_(torch.eye(k, d))
+    model.eval()
+    post = model.posterior(batch["labels"])
+    assert torch.equal(post.indices, torch.where(post.mask, post.logits.argmax(-1), -1))
+    assert torch.equal(post.straight_through[..., :k], F.one_hot(post.logits.argmax(-1), k).float())
+    assert int(posterior.step) == 0  # eval forwards do not anneal
+    model.train()
+    out = model(**batch)
+    assert int(posterior.step) == 1
+    post = model.posterior(batch["labels"])
+    weights = post.straight_through[..., :k]
+    assert torch.allclose(weights.sum(-1), torch.ones(weights.shape[:2])) and bool((weights > 0).all())
+    assert not torch.equal(weights, weights.round())  # relaxed (DiscoDVT's hard = False), not one-hot
+    assert out.codebook_loss is None and out.commitment_loss is None
+    assert torch.allclose(out.loss, out.lm_loss + 0.5 * out.discourse_loss + 0.2 * out.entropy_loss)
+    out.loss.backward()
+    assert posterior.to_logits.weight.grad.abs().sum() > 0 and posterior.quantizer.codebook.grad.abs().sum() > 0
+
+
 def test_directed_relations_are_discodvts_twenty_by_hand():
     assert len(DIRECTED_RELATIONS) == 20 and DIRECTED_RELATIONS[0] == "none" and "then21" not in DIRECTED_RELATIONS
     assert DIRECTED_RELATIONS[1:5] == ("after12", "after21", "also12", "also21")
@@ -207,12 +239,14 @@ class TestDiscoDVTArchitecture(ArchitectureTests):
     kind = "discodvt"
     options = {"num_codes": 12, "prior_steps": 5}
     option_defaults = {"downsample_layers": 3, "relation_labels": "directed", "discourse_weight": 0.1,
-                       "entropy_weight": 0.1}
-    invalid_options = ({"num_codes": 1}, {"relation_labels": "x"}, {"entropy_weight": -1})
+                       "entropy_weight": 0.1, "posterior": "gumbel", "gumbel_temperature": 0.9}
+    invalid_options = ({"num_codes": 1}, {"relation_labels": "x"}, {"entropy_weight": -1}, {"posterior": "x"},
+                       {"gumbel_temperature": 0})
+    round_trip_overrides = ({}, {"posterior": "vq"})
     added_parameters = tuple(f"{part}." for part in NEW_PARTS)
 
     def tiny(self, seed: int = 0, **overrides):
-        return tiny_dvt(seed, **overrides)
+        return tiny_dvt(seed, **{"posterior": "gumbel", **overrides})
 
     def batch(self):
         return dvt_batch()
