@@ -66,14 +66,17 @@ Choices where the paper leaves room or this project differs (documented in READM
 from __future__ import annotations
 
 import copy
+import json
 import math
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 import torch
 from huggingface_hub.dataclasses import strict
 from pydantic import BaseModel, ConfigDict, Field
+from safetensors.torch import load_file
 from torch import nn
 from torch.nn import functional as F
 from transformers import AutoConfig
@@ -414,6 +417,27 @@ class DiscoDVTForConditionalGeneration(EricForConditionalGeneration):
         super()._init_weights(module)
         if isinstance(module, Quantizer):
             init.normal_(module.codebook, mean=0.0, std=1.0)  # the scale of the layer-normed z_e
+
+    @classmethod
+    def from_bart(cls, bart_dir, vocab_size: int | None = None, **eric_options) -> DiscoDVTForConditionalGeneration:
+        """BART's weights from `bart_dir`; when it is a DiscoDVT model (the warm start: a first
+        run's output), its code modules too (codebook, posterior, upsampler, relation head,
+        prior), as DiscoDVT's --load_from_full (src/main.py:198-207); tau's anneal restarts."""
+        model = super().from_bart(bart_dir, vocab_size=vocab_size, **eric_options)
+        bart_dir = Path(bart_dir)
+        if json.loads((bart_dir / "config.json").read_text()).get("model_type") != DiscoDVTConfig.model_type:
+            return model
+        if not (bart_dir / "model.safetensors").is_file():
+            raise FileNotFoundError(f"{bart_dir}: a DiscoDVT model without model.safetensors (sharded?)")
+        parts = tuple(f"{name}." for name in cls.new_modules)
+        own = {k: v for k, v in load_file(bart_dir / "model.safetensors").items()
+               if k.startswith(parts) and k != "code_posterior.step"}
+        expected = {k for k in model.state_dict() if k.startswith(parts) and k != "code_posterior.step"}
+        if set(own) != expected:
+            raise ValueError(f"{bart_dir}: its code modules differ from this variant's (posterior, num_codes, "
+                             f"relation_labels?): {sorted(set(own) ^ expected)[:3]}")
+        model.load_state_dict(own, strict=False)  # a shape mismatch raises
+        return model
 
     def no_weight_decay(self) -> list[str]:
         return [*super().no_weight_decay(), "code_posterior.quantizer.codebook"]

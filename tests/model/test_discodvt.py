@@ -8,6 +8,7 @@ import math
 import pytest
 import torch
 from torch.nn import functional as F
+from transformers import BartConfig
 
 from eric.data.discourse import DIRECTED_RELATIONS, MARKERS, directed_relation
 from eric.model.discodvt import (
@@ -233,6 +234,26 @@ def test_sampling_codes_with_and_without_the_kv_cache_gives_the_same_codes():
     out = model.generate(batch["input_ids"], batch["attention_mask"], max_new_tokens=24, do_sample=True, top_p=0.9,
                          generator=torch.Generator().manual_seed(3))
     assert out.units(0) == [] and out.codes.shape[1] <= math.ceil(25 / 4)  # a code per r = 4 tokens
+
+
+def test_model_init_on_a_discodvt_output_loads_its_code_modules_the_warm_start(tmp_path):
+    first = tiny_dvt(posterior="gumbel")
+    with torch.no_grad():
+        first.code_posterior.quantizer.codebook.add_(1.0)
+        first.code_posterior.step.fill_(5)
+    first.save_pretrained(tmp_path)
+    bart_fields = set(BartConfig.__dataclass_fields__) - {"pad_token_id", "bos_token_id", "eos_token_id",
+                                                         "decoder_start_token_id", "forced_eos_token_id"}
+    options = {k: v for k, v in first.config.to_dict().items()
+               if k in DiscoDVTConfig.__dataclass_fields__ and k not in bart_fields}
+    second = DiscoDVTForConditionalGeneration.from_bart(tmp_path, **options)
+    before, after = first.state_dict(), second.state_dict()
+    assert before.keys() == after.keys()
+    assert all(torch.equal(before[k], after[k]) for k in before if k != "code_posterior.step"), \
+        [k for k in before if not torch.equal(before[k], after[k])]
+    assert int(second.code_posterior.step) == 0  # tau's anneal restarts, as a new run of the original
+    with pytest.raises(ValueError, match="code modules differ"):
+        DiscoDVTForConditionalGeneration.from_bart(tmp_path, **{**options, "posterior": "vq"})
 
 
 class TestDiscoDVTArchitecture(ArchitectureTests):
