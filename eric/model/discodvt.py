@@ -3,39 +3,51 @@ Discrete Variational Transformer"), a stage-one baseline: BART with `<sent>` uni
 `bart` variant) whose decoder also reads a sequence of discrete latent codes, one per span
 of r = 2^downsample_layers target tokens.
 
-    params.yaml  model.variants.discodvt: {kind: discodvt, options: {num_codes: 256, prior_steps: 200}}
+    params.yaml  model.variants.discodvt: {kind: discodvt, options: {num_codes: 256, posterior: gumbel, ...}}
+
+"DiscoDVT's code" below is the authors' release, github.com/cdjhz/DiscoDVT (file:line there).
 
 Modules (parameter-name parts `code_posterior`, `code_upsampler`, `code_prior`, `relation_head`):
 
     posterior q(z|y)   the BART encoder (shared) over the target y = labels, then
                        `downsample_layers` strided convolutions (kernel = stride = 2, GELU
-                       between) and a LayerNorm: z_e [B, M, d], M = ceil(T / r)
-    quantizer          K x d codebook (K = num_codes, 256 as in DiscoDVT): z_q = e_k with
-                       k = argmin_k ||z_e - e_k||^2; the decoder reads the straight-through
-                       z_e + sg(z_q - z_e)
+                       between) and a LayerNorm: z_e [B, M, d], M = ceil(T / r); then
+      posterior: gumbel  (default, DiscoDVT's: src/modeling_bart.py:1466-1472) logits =
+                       Linear(z_e) over the K codes; training: the decoder reads w @ E, w =
+                       Gumbel-softmax(logits, tau), soft (its scripts pass --gumbel_trick, so
+                       hard = False: src/main.py:197), tau = max(0.1, 0.9 exp(-1e-4 s)), s the
+                       training forwards so far (src/main.py:36-38, 280-283; scripts/
+                       wikiplots_train.sh:29-31), kept in the buffer `code_posterior.step`; eval:
+                       one_hot(argmax); the code id is the argmax (src/modeling_bart.py:1529-1531)
+      posterior: vq      z_q = e_k, k = argmin_k ||z_e - e_k||^2; the decoder reads the
+                       straight-through z_e + sg(z_q - z_e)
+                       E: the K x d codebook (K = num_codes, 256 as DiscoDVT's scripts)
     upsampler          transposed convolutions (kernel = stride = 2) back to one vector per
                        token; position t of the decoder input gets the vector of the code whose
                        span holds labels[t] (the token it predicts), added to its token embedding
-    relation head      Linear([h_n; h_{n+1}]) -> relation, h_n = mean of the (straight-through)
-                       code vectors over the tokens of unit n
+    relation head      Linear([h_n; h_{n+1}]) -> relation, h_n = mean of the code vectors the
+                       decoder reads over the tokens of unit n
     prior p(z|x)       an autoregressive transformer (an ERIC/BART decoder stack, `prior_layers`
                        layers, own code embeddings and BOS/EOS) cross-attending to the BART
                        encoder's output for the input x
 
-Losses of the main phase (VQ-VAE, van den Oord et al. 2017, straight-through estimator):
+Losses of the main phase:
 
-    L = L_rec + ||sg(z_e) - z_q||^2 + beta ||z_e - sg(z_q)||^2 + lambda_d L_disc - alpha H
+    gumbel  L = L_rec + lambda_d L_disc - alpha H                       (DiscoDVT src/main.py:303)
+    vq      L = L_rec + ||sg(z_e) - z_q||^2 + beta ||z_e - sg(z_q)||^2 + lambda_d L_disc - alpha H
 
-L_rec the token cross-entropy of the decoder given x and z_q (= lm_loss); the two VQ terms
-are means over codes and dimensions (`codebook_loss`, `commitment_loss`, beta =
-commitment_weight = 0.25); L_disc (`discourse_loss`, lambda_d = discourse_weight = 0.1, as
-DiscoDVT's scripts) the cross-entropy of the relation between adjacent units: with
-`relation_labels: directed` (default) DiscoDVT's 20 classes, 10 markers with a direction and a
-supervised "none" (eric/data/discourse.py: `directed_relation`); with `marker` the 15 DisSent
-markers opening the second unit, with `class` their 4 PDTB classes, and then pairs whose second
-unit opens with no marker are not supervised. H (`entropy_loss` = -H, alpha = entropy_weight =
-0.1, as DiscoDVT) is the entropy of each text's mean code distribution over its codes, averaged
-over the texts (DiscoDVT src/main.py:239-248, 303); the distribution is softmax(-||z_e - e_k||^2).
+L_rec the token cross-entropy of the decoder given x and the codes (= lm_loss); the two VQ
+terms (VQ-VAE, van den Oord et al. 2017) are means over codes and dimensions (`codebook_loss`,
+`commitment_loss`, beta = commitment_weight = 0.25); L_disc (`discourse_loss`, lambda_d =
+discourse_weight = 0.1, DiscoDVT's --gamma in scripts/wikiplots_train.sh:23) the cross-entropy
+of the relation between adjacent units: with `relation_labels: directed` (default) DiscoDVT's
+20 classes, 10 markers with a direction and a supervised "none" (preprocess/encode_bpe.py:7-10;
+eric/data/discourse.py `directed_relation`); with `marker` the 15 DisSent markers opening the
+second unit, with `class` their 4 PDTB classes, and then pairs whose second unit opens with no
+marker are not supervised. H (`entropy_loss` = -H, alpha = entropy_weight = 0.1, DiscoDVT's
+--alpha in scripts/wikiplots_train.sh:22) is the entropy of each text's mean code distribution
+over its codes, averaged over the texts (src/main.py:239-248): the distribution is
+softmax(logits) (gumbel, before the noise, as there) or softmax(-||z_e - e_k||^2) (vq).
 Prior phase (`prior_steps` more optimizer steps after the main ones, same lr and schedule
 shape, posterior/encoder/decoder frozen): L_prior = cross-entropy of the posterior's code
 sequence c_1..c_M, EOS under the prior (`prior_loss`, mean over codes + EOS).
@@ -46,15 +58,27 @@ text (top-p 0.9 in the pipeline), with no minimum length, until EOS or ceil((max
 (positions past the last code read none). `model.generate` returns `DiscoDVTGenerationOutput`
 (sequences, codes; no units, so `out.units(row)` is empty).
 
-Choices where the paper leaves room or this project differs (documented in README):
-- the posterior shares BART's encoder with the input (no second encoder); kernel = stride = 2,
-  so each code covers exactly its r tokens (r = 8 by default); codes live in d_model;
-- straight-through VQ with codebook + commitment losses (no EMA, no anti-collapse remedy); z_e
-  is layer-normed and the codebook starts N(0, 1), so codes and latents start at one scale; the
-  codebook gets no weight decay;
-- DiscoDVT segments EDUs with its own parser rules; here the units are the corpus's
-  (`preprocess.unit`: sentences, or EDUs from eric/data/edu.py), and a relation is read off
-  the unit's opening marker by `opening_marker` (text only: "As a child" counts as "as");
+Choices where the paper leaves room or this project differs (docs/baselines.md, DiscoDVT):
+- the posterior shares BART's encoder with the input (DiscoDVT's is a copy of it:
+  src/modeling_bart.py:1455); kernel = stride = 2 with GELU and a LayerNorm (its: kernel 4,
+  stride 2, ReLU, 128 channels, then a 1x1 convolution to the K logits: :1418-1434), so each
+  code covers exactly its r tokens (r = 8 by default, as its 3 layers); codes live in d_model
+  (its 256) and no learned padding code (:1409, 1483);
+- the entropy term averages over a text's real codes (its mean also counts the padding
+  positions of its fixed 512-token targets: src/main.py:245-247 computes the masked
+  probabilities and then averages the unmasked ones);
+- gumbel in eval reads the argmax code (its validation samples the noise too);
+- vq (no EMA, no remedy but the entropy term): z_e is layer-normed and the codebook starts
+  N(0, 1), so codes and latents start at one scale; the codebook gets no weight decay;
+- the relation head reads the code vectors before the upsampler, through a Linear over the
+  pair (its: the upsampled per-token vectors, projected to 256, a Bilinear: :1412-1413, 1490-1502);
+- DiscoDVT labels relations with its dependency-parse rules (preprocess/extract_discourse.py);
+  here the units are the corpus's (`preprocess.unit`: sentences, or EDUs from
+  eric/data/edu.py), and a relation is read off the units' text by `opening_marker` ("As a
+  child" counts as "as"); "<m>21" needs the first unit to open with m and not end its sentence;
+- its warm start (a first run on BookCorpus, scripts/warm_start.sh) is not a pipeline stage:
+  `from_bart` on a DiscoDVT output (`model.init`) loads its code modules too (its
+  --load_from_full, src/main.py:198-207), so a user can run it (docs/baselines.md);
 - phases: one `train_stage_one` run; after the main steps a second DeepSpeed engine over the
   prior's parameters alone (eric/train/phases.py), checkpointed under the variant's checkpoint
   folder, so a killed run resumes in either phase;
