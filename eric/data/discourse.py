@@ -47,7 +47,9 @@ MARKERS: tuple[str, ...] = tuple(sorted(RELATION_CLASS))
 
 # DiscoDVT's own label set (cdjhz/DiscoDVT preprocess/encode_bpe.py:7-10), index 0 = "none";
 # its 10 markers are those of its dependency patterns (preprocess/extract_discourse.py:14-48).
-DIRECTED_MARKERS: tuple[str, ...] = ("after", "also", "although", "and", "as", "before", "so", "still", "because", "then")
+DIRECTED_MARKERS: tuple[str, ...] = (
+    "after", "also", "although", "and", "as", "before", "so", "still", "because", "then",
+)
 NO_RELATION = "none"
 DIRECTED_RELATIONS: tuple[str, ...] = (
     NO_RELATION,
