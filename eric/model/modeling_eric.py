@@ -223,8 +223,11 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
         self.model.set_input_embeddings(value)
 
     def no_weight_decay(self) -> list[str]:
-        """Parameters AdamW must not decay: the codebook and the token embeddings (the
-        authors' optimizer decays nothing), unless `decay_codebook_and_embeddings`."""
+        """Parameters AdamW must not decay: none of them without `decay_weights` (the authors'
+        optimizer, the paper recipe); else the codebook and the token embeddings, unless
+        `decay_codebook_and_embeddings`."""
+        if not self.config.decay_weights:
+            return [name for name, _ in self.named_parameters()]
         if self.config.decay_codebook_and_embeddings:
             return []
         keys = ("state_space.codebook", "shared.weight", "embed_tokens.weight", "lm_head.weight")
