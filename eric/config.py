@@ -114,6 +114,7 @@ class SampleParams(Section):
     split: Literal["train", "val", "test"] = "test"
     num_inputs: int | None = Field(None, ge=1)  # null: the whole split (the paper: 1,000)
     batch_size: int = Field(8, ge=1)
+    decoding: Literal["shared", "original"] = "shared"  # shared: every system with the settings below (the paper's top-p 0.9) | original: each baseline's own (docs/evaluation.md)
     top_p: float = Field(0.9, gt=0, le=1)
     top_k: int = Field(0, ge=0)  # code: 50 (transformers' default was active)
     temperature: float = Field(1.0, gt=0)

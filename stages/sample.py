@@ -48,7 +48,7 @@ def sample(params: Params, variant: str, inputs: list, names: list[str]) -> dict
 
     from eric.generate.loading import load_mentions, load_stage_one
     from eric.generate.merge import NamePool
-    from eric.generate.sampler import SamplingOptions, is_two_stage, sample_stories
+    from eric.generate.sampler import SamplingOptions, is_two_stage, sample_stories, stage_one_decoding
     from eric.generate.schema import fallback_summary, write_samples
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -68,7 +68,7 @@ def sample(params: Params, variant: str, inputs: list, names: list[str]) -> dict
     path = resolve_path(params.sample.out_dir) / f"{variant}.parquet"
     write_samples(rows, path, {"variant": variant, "model_dir": str(model_dir), "mentions_dir": str(mentions_dir),
                                "split": params.sample.split, "options": options.as_dict(), "device": device,
-                               "summary": summary})
+                               "stage_one_decoding": stage_one_decoding(model, options), "summary": summary})
     print(f"{variant}: {len(rows)} stories, {tokens} stage-one tokens in {seconds:.0f} s "
           f"({summary['tokens_per_s']} tokens/s); fallbacks: {summary['reused_last']} reused, "
           f"{summary['random_name']} random names of {summary['occurrences']} placeholders -> {path}")

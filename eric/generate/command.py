@@ -52,7 +52,7 @@ def sample_file(model_dir: Path, inputs: Path, out: Path, settings: Params, ment
     from eric.generate.inputs import read_inputs
     from eric.generate.loading import load_mentions, load_stage_one
     from eric.generate.merge import NamePool
-    from eric.generate.sampler import SamplingOptions, is_two_stage, sample_stories
+    from eric.generate.sampler import SamplingOptions, is_two_stage, sample_stories, stage_one_decoding
     from eric.generate.schema import fallback_summary, write_samples
     from eric.train.runtime import device_kind
 
@@ -68,5 +68,5 @@ def sample_file(model_dir: Path, inputs: Path, out: Path, settings: Params, ment
         rows = sample_stories(rows_in, model, tokenizer, options, mention_model, mention_tokenizer, pool)
         write_samples(rows, out, {"model_dir": str(model_dir), "mentions_dir": str(mentions_dir or ""),
                                   "inputs": str(inputs), "options": options.as_dict(), "device": device,
-                                  "summary": fallback_summary(rows)})
+                                  "stage_one_decoding": stage_one_decoding(model, options), "summary": fallback_summary(rows)})
     return rows

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class SamplingOptions:
     batch_size: int = 8
+    decoding: str = "shared"  # shared: the settings below for every model | original: the model's `original_decoding` over them
     top_p: float = 0.9
     top_k: int = 0
     temperature: float = 1.0
@@ -53,7 +54,7 @@ class SamplingOptions:
     def from_params(cls, params: Params, progress: bool = True) -> SamplingOptions:
         s = params.sample
         return cls(
-            batch_size=s.batch_size, top_p=s.top_p, top_k=s.top_k, temperature=s.temperature,
+            batch_size=s.batch_size, decoding=s.decoding, top_p=s.top_p, top_k=s.top_k, temperature=s.temperature,
             entity_temperature=s.entity_temperature, no_repeat_ngram_size=s.no_repeat_ngram_size,
             max_length=s.max_length, max_units=s.max_units, max_source_length=params.model.max_source_length,
             mention_top_p=s.mention_top_p, mention_top_k=s.mention_top_k, mention_max_length=s.mention_max_length,
@@ -64,6 +65,20 @@ class SamplingOptions:
 
     def as_dict(self) -> dict:
         return {k: v for k, v in asdict(self).items() if k != "progress"}
+
+
+def stage_one_decoding(model, options: SamplingOptions) -> dict:
+    """The stage-one `generate` keywords for `model`: the shared settings, or with `decoding: original`
+    the architecture's own (its class's `original_decoding`) over them. Recorded in the samples' metadata."""
+    settings = {"do_sample": True, "temperature": options.temperature, "top_k": options.top_k,
+                "top_p": options.top_p, "penalty_alpha": None}
+    if options.decoding == "original":
+        settings.update(getattr(type(model), "original_decoding", {}))
+    elif options.decoding != "shared":
+        raise ValueError(f"decoding {options.decoding!r}: shared | original")
+    if settings["penalty_alpha"] is not None:  # contrastive search: deterministic, top_k is its k
+        settings["do_sample"] = False
+    return settings
 
 
 @dataclass
@@ -91,12 +106,12 @@ def sample_stage_one(model, tokenizer, inputs: list[str], options: SamplingOptio
     device = model.device
     generator = torch.Generator(device=device).manual_seed(options.seed)
     samples: list[StageOneSample] = []
+    decoding = stage_one_decoding(model, options)
     for batch in _batches(inputs, options.batch_size, options.progress, "stage one"):
         enc = tokenizer(batch, truncation=True, max_length=options.max_source_length, padding=True,
                         return_tensors="pt").to(device)
         out = model.generate(
-            enc["input_ids"], enc["attention_mask"], max_new_tokens=options.max_length, do_sample=True,
-            temperature=options.temperature, top_k=options.top_k, top_p=options.top_p,
+            enc["input_ids"], enc["attention_mask"], max_new_tokens=options.max_length, **decoding,
             no_repeat_ngram_size=options.no_repeat_ngram_size, entity_temperature=options.entity_temperature,
             max_units=options.max_units, generator=generator,
         )

@@ -311,6 +311,8 @@ class HintForConditionalGeneration(EricForConditionalGeneration):
     config_class = HintConfig
     new_modules = (*NEW_MODULES, "hint_")
     options_model = HintOptions
+    # HINT samples at temperature 0.7 with top-p 0.9 (thu-coai/HINT eval/gen.py:42, 104)
+    original_decoding = {"temperature": 0.7, "top_p": 0.9}
 
     @classmethod
     def batch_extras(cls, config, tokenizer, rows: list[dict], batch: dict) -> dict:

@@ -166,6 +166,9 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
     new_modules: tuple[str, ...] = NEW_MODULES
     options_model = None  # pydantic model of the variant's `options`; None: it takes none
     extra_columns: tuple[str, ...] = ()
+    # the original system's stage-one decoding (`generate` keywords) that `sample.decoding: original`
+    # puts over the shared settings; {}: the shared ones (ERIC's paper: top-p 0.9)
+    original_decoding: dict = {}
 
     @classmethod
     def config_options(cls, options: dict) -> dict:

@@ -36,6 +36,7 @@ def test_sample_stage_writes_one_row_per_test_input(pipeline):
     assert all(r["reference"] and r["final_text"] for r in rows)
     meta = read_metadata(root / "outputs" / "samples" / "eric.parquet")
     assert meta["variant"] == "eric" and meta["options"]["max_length"] == 24 and meta["options"]["seed"] == 42
+    assert meta["options"]["decoding"] == "shared" and meta["stage_one_decoding"]["top_p"] == 0.9
 
 
 def test_evaluate_stage_writes_metrics_and_analyses(pipeline):
