@@ -135,6 +135,8 @@ def sample(
                              "file is replaced only when `eric sample` wrote it, or with --overwrite"),
     overwrite: bool = typer.Option(False, help="replace --out even when it is not an earlier `eric sample` output"),
     num_inputs: Optional[int] = typer.Option(None, help="only the first N inputs"),
+    decoding: Optional[str] = typer.Option(None, help="override sample.decoding: shared (every model with the "
+                                           "settings below) | original (each baseline's own stage-one decoding)"),
     top_p: Optional[float] = typer.Option(None, help="override sample.top_p"),
     top_k: Optional[int] = typer.Option(None, help="override sample.top_k"),
     temperature: Optional[float] = typer.Option(None, help="override sample.temperature"),
@@ -151,7 +153,7 @@ def sample(
     from eric.generate.command import load_settings, sample_file
     from eric.generate.errors import SampleError
 
-    overrides = {"num_inputs": num_inputs, "top_p": top_p, "top_k": top_k, "temperature": temperature,
+    overrides = {"num_inputs": num_inputs, "decoding": decoding, "top_p": top_p, "top_k": top_k, "temperature": temperature,
                  "entity_temperature": entity_temperature, "max_length": max_length, "batch_size": batch_size,
                  "seed": seed}
     try:

@@ -114,6 +114,7 @@ class SampleParams(Section):
     split: Literal["train", "val", "test"] = "test"
     num_inputs: int | None = Field(None, ge=1)  # null: the whole split (the paper: 1,000)
     batch_size: int = Field(8, ge=1)
+    decoding: Literal["shared", "original"] = "shared"  # shared: every system with the settings below (the paper's top-p 0.9) | original: each baseline's own (docs/evaluation.md)
     top_p: float = Field(0.9, gt=0, le=1)
     top_k: int = Field(0, ge=0)  # code: 50 (transformers' default was active)
     temperature: float = Field(1.0, gt=0)
@@ -153,13 +154,22 @@ class VariantParams(Section):
     state: bool = True  # s_n input, state space, predictor, sentence encoder, L_CL
     entity: bool = True  # E(p_n) input and the entity planner, L_Ent
     pretrained: bool = True  # start from model.init when it is set (false: the Seq2Seq baseline)
+    # true: placeholders, then stage two writes the names (ERIC's paradigm); false: real names in
+    # one stage, as the paper's BART and baselines. Default: true for ERIC and its ablations only
+    two_stage: bool = True
 
     @model_validator(mode="before")
     @classmethod
-    def _baselines_keep_nothing(cls, data):
-        """A baseline's ERIC switches default to off, so `{kind: simctg}` is a whole variant."""
-        if isinstance(data, dict) and data.get("kind", "eric") != "eric":
-            return {"state_attention": False, "state": False, "entity": False, **data}
+    def _defaults(cls, data):
+        """A baseline's ERIC switches default to off, so `{kind: simctg}` is a whole variant; a
+        variant without any ERIC mechanism (BART, Seq2Seq, the baselines) is one-stage by default."""
+        if not isinstance(data, dict):
+            return data
+        if data.get("kind", "eric") != "eric":
+            data = {"state_attention": False, "state": False, "entity": False, **data}
+        if data.get("two_stage") is None:
+            mechanisms = any(data.get(k, True) for k in ("state_attention", "state", "entity"))
+            data = {**data, "two_stage": data.get("kind", "eric") == "eric" and mechanisms}
         return data
 
     @model_validator(mode="after")
@@ -170,6 +180,8 @@ class VariantParams(Section):
             raise ValueError(f"a {self.kind} variant keeps no ERIC mechanism (state_attention, state, entity)")
         if self.kind == "eric" and self.options:
             raise ValueError("options are for baseline architectures (kind != eric)")
+        if self.entity and not self.two_stage:
+            raise ValueError("a variant with entity needs two_stage (its planner predicts placeholders)")
         return self
 
 
@@ -205,6 +217,7 @@ class StateSpaceParams(Section):
     codebook_gradient: Literal["dense", "selected"] | None = None  # dense: the code's cosine path
     sentence_encoder_embeddings: Literal["own", "shared"] | None = None  # own: the code's copy
     decay_codebook_and_embeddings: bool | None = None  # false: the code (weight decay 0)
+    decay_weights: bool | None = None  # false: AdamW decays no weight at all (the authors' optimizer)
     init: Literal["random", "kmeans"] | None = None
     init_events: int | None = Field(None, ge=1)  # event vectors clustered by the k-means init
     dead_code_steps: int | None = Field(None, ge=0)  # 0: off; N: re-seed codes unused for N steps
@@ -238,22 +251,25 @@ def effective_recipe(recipe: str, init: str | None) -> str:
 
 # name -> the options it sets (on top of `paper`). `legacy` is this project's first version,
 # kept to measure what the faithful fixes changed.
+# The remedies were measured with AdamW's weight decay (train.weight_decay) on every other weight
+# (docs/state-space.md), so they keep it (DECAYED); `paper` decays nothing, as the authors' code.
+DECAYED = dict(decay_weights=True)
 RECIPES: dict[str, dict] = {
     "paper": dict(codebook_init_std=None, codebook_gradient="dense", sentence_encoder_embeddings="own",
-                  decay_codebook_and_embeddings=False, init="random", init_events=1024,
+                  decay_codebook_and_embeddings=False, decay_weights=False, init="random", init_events=1024,
                   dead_code_steps=0, ema_decay=0.0, entropy_weight=0.0, event_norm="none",
                   event_gradient="all", predictor_residual=False, contrastive_candidates="batch"),
-    "legacy": dict(codebook_init_std=1.0, codebook_gradient="selected", sentence_encoder_embeddings="shared",
-                   decay_codebook_and_embeddings=True),
-    "kmeans": dict(init="kmeans"),
-    "dead_codes": dict(dead_code_steps=20),
-    "ema": dict(ema_decay=0.99),
-    "entropy": dict(entropy_weight=1.0),
-    "centered": dict(event_norm="batch"),
-    "remedied": dict(init="kmeans", dead_code_steps=20, entropy_weight=1.0, event_norm="batch"),
+    "legacy": dict(**DECAYED, codebook_init_std=1.0, codebook_gradient="selected",
+                   sentence_encoder_embeddings="shared", decay_codebook_and_embeddings=True),
+    "kmeans": dict(**DECAYED, init="kmeans"),
+    "dead_codes": dict(**DECAYED, dead_code_steps=20),
+    "ema": dict(**DECAYED, ema_decay=0.99),
+    "entropy": dict(**DECAYED, entropy_weight=1.0),
+    "centered": dict(**DECAYED, event_norm="batch"),
+    "remedied": dict(**DECAYED, init="kmeans", dead_code_steps=20, entropy_weight=1.0, event_norm="batch"),
     # remedied + what lets L_CL learn (docs/state-space.md): only L_CL trains e_n, and the predictor
     # reads its query (the planned entity) directly; use with model.detach_planner_inputs: true
-    "decoupled": dict(init="kmeans", dead_code_steps=20, entropy_weight=1.0, event_norm="batch",
+    "decoupled": dict(**DECAYED, init="kmeans", dead_code_steps=20, entropy_weight=1.0, event_norm="batch",
                       event_gradient="contrastive", predictor_residual=True),
 }
 

@@ -194,7 +194,7 @@ def log_to_mlflow(params: Params, variant: str, metrics: dict, artifacts: list[P
     with start_run(corpus, stage="evaluate", variant=variant, params={"evaluate": params.evaluate.model_dump()},
                    tags=link) as tracker:
         tracker.log_metrics({f"eval.{k}": v for k, v in flat_numbers(metrics).items()}, step=0)
-        tracker.set_tags({"evaluate.featurizer": metrics.get("mauve_featurizer", "none"),
+        tracker.set_tags({"eric.form": metrics["form"], "evaluate.featurizer": metrics.get("mauve_featurizer", "none"),
                           "evaluate.seed": str(params.evaluate.seed)})
         for artifact in artifacts:
             if artifact.is_file():
@@ -217,13 +217,18 @@ def flat_numbers(tree: dict, prefix: str = "") -> dict[str, float]:
 def run(variant: str, params_path: str = "params.yaml") -> dict:
     params = read_params(params_path, variant)
     shutil.rmtree(analysis_dir(params, variant), ignore_errors=True)  # no stale analyses
-    metrics = {"variant": variant, **score_samples(params, variant)}
-    config_has_state = params.model.variants[variant].state
-    has_codes = params.model.variants[variant].kind == "discodvt"  # a codebook of its own
+    analysis_dir(params, variant).mkdir(parents=True)  # a DVC out even when no analysis applies
+    v = params.model.variants[variant]
+    metrics = {"variant": variant, "form": "two-stage" if v.two_stage else "one-stage",
+               **score_samples(params, variant)}
+    config_has_state = v.state
+    has_codes = v.kind == "discodvt"  # a codebook of its own
+    # the coherence test swaps placeholders: a one-stage model writes none (docs/evaluation.md)
+    wants_coherence = params.evaluate.coherence and v.two_stage
     model = tokenizer = None
-    if params.evaluate.coherence or config_has_state or has_codes:
+    if wants_coherence or config_has_state or has_codes:
         model, tokenizer = load_model(params, variant)
-        if params.evaluate.coherence:
+        if wants_coherence:
             metrics["coherence"] = coherence(params, variant, model, tokenizer)
         if config_has_state:
             metrics.update(state_space(params, variant, model, tokenizer))

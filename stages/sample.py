@@ -5,7 +5,8 @@
 Stage one (models/stage_one/<variant>) samples each story with placeholders, planning
 an entity and a state at every sentence token; stage two (models/mentions) writes the
 mentions; the merge puts them in, falling back on the entity's last mention or on a
-training name (counted). Output: outputs/samples/<variant>.parquet (eric/generate/schema.py),
+training name (counted). A one-stage variant (`two_stage: false`: BART and the baselines,
+as in the paper) writes the names itself, and the mention model is not loaded. Output: outputs/samples/<variant>.parquet (eric/generate/schema.py),
 its metadata recording the options, models and seed. A Prefect flow (`stage-sample`).
 """
 
@@ -47,26 +48,27 @@ def sample(params: Params, variant: str, inputs: list, names: list[str]) -> dict
 
     from eric.generate.loading import load_mentions, load_stage_one
     from eric.generate.merge import NamePool
-    from eric.generate.sampler import SamplingOptions, sample_stories
+    from eric.generate.sampler import SamplingOptions, is_two_stage, sample_stories, stage_one_decoding
     from eric.generate.schema import fallback_summary, write_samples
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     model_dir = resolve_path(params.train.out_dir) / variant
     mentions_dir = resolve_path(params.mentions.out_dir)
     model, tokenizer = load_stage_one(model_dir, device, variant)
-    mention_model, mention_tokenizer = load_mentions(mentions_dir, device)
+    two_stage = is_two_stage(model)  # a one-stage model (BART, the baselines) writes the names itself
+    mention_model, mention_tokenizer = load_mentions(mentions_dir, device) if two_stage else (None, None)
     options = SamplingOptions.from_params(params)
     started = time.perf_counter()
     rows = sample_stories(inputs, model, tokenizer, options, mention_model, mention_tokenizer,
                           NamePool(names, seed=options.seed))
     seconds = time.perf_counter() - started
     tokens = sum(r["stage_one_tokens"] for r in rows)
-    summary = {"variant": variant, "stories": len(rows), "stage_one_tokens": tokens, "seconds": round(seconds, 1),
+    summary = {"variant": variant, "form": "two-stage" if two_stage else "one-stage", "stories": len(rows), "stage_one_tokens": tokens, "seconds": round(seconds, 1),
                "tokens_per_s": round(tokens / seconds, 1) if seconds else None, **fallback_summary(rows)}
     path = resolve_path(params.sample.out_dir) / f"{variant}.parquet"
     write_samples(rows, path, {"variant": variant, "model_dir": str(model_dir), "mentions_dir": str(mentions_dir),
                                "split": params.sample.split, "options": options.as_dict(), "device": device,
-                               "summary": summary})
+                               "stage_one_decoding": stage_one_decoding(model, options), "summary": summary})
     print(f"{variant}: {len(rows)} stories, {tokens} stage-one tokens in {seconds:.0f} s "
           f"({summary['tokens_per_s']} tokens/s); fallbacks: {summary['reused_last']} reused, "
           f"{summary['random_name']} random names of {summary['occurrences']} placeholders -> {path}")

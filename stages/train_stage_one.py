@@ -37,6 +37,8 @@ def prepare(params: Params, variant: str) -> TrainingJob:
     import torch
 
     from eric.data.collate import StageOneCollator
+    from eric.data.one_stage import COLUMNS as ONE_STAGE_COLUMNS
+    from eric.data.one_stage import one_stage_row
     from eric.data.tokenizer import load_tokenizer
     from eric.model.variants import build_model
 
@@ -54,12 +56,17 @@ def prepare(params: Params, variant: str) -> TrainingJob:
         model = build_model(m, variant, tokenizer)
     except (FileNotFoundError, ValueError) as exc:
         raise TrainError(str(exc)) from None
-    architecture, columns = type(model), [*COLUMNS, *type(model).extra_columns]
+    architecture, two_stage = type(model), m.variants[variant].two_stage
+    columns = [*COLUMNS, *architecture.extra_columns, *(() if two_stage else ONE_STAGE_COLUMNS)]
     targets = resolve_path(t.targets_dir)  # baselines' cached targets (HINT)
+
+    def rows(split: str, limit: int | None) -> list[dict]:
+        found = read_rows(data / f"{split}.parquet", columns, limit)
+        found = found if two_stage else [one_stage_row(row) for row in found]  # real names (the paper's BART)
+        return architecture.join_targets(found, targets, variant, split)
+
     try:
-        train, val = (architecture.join_targets(read_rows(data / f"{split}.parquet", columns, limit), targets,
-                                                variant, split)
-                      for split, limit in (("train", t.max_train_examples), ("val", t.max_val_examples)))
+        train, val = rows("train", t.max_train_examples), rows("val", t.max_val_examples)
     except (FileNotFoundError, ValueError) as exc:
         raise TrainError(str(exc)) from None
     collator = StageOneCollator(

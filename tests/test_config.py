@@ -43,3 +43,17 @@ def test_unknown_variant_fails_in_one_line():
     assert load_variant_params(None, "eric").model.variants["eric"]
     with pytest.raises(ParamsError, match="unknown variant 'ericc'"):
         load_variant_params(None, "ericc")
+
+
+def test_a_variant_is_two_stage_when_it_keeps_an_eric_mechanism_unless_it_says_so():
+    from eric.config import DEFAULT_VARIANTS, VariantParams
+
+    forms = {name: v.two_stage for name, v in DEFAULT_VARIANTS.items()}
+    assert forms == {"eric": True, "eric_no_state_attention": True, "eric_no_state": True,
+                     "eric_no_state_no_entity": True, "bart": False, "seq2seq": False, "simctg": False,
+                     "plan_ahead": False, "hint": False, "discodvt": False}
+    off = {"state_attention": False, "state": False, "entity": False}
+    assert VariantParams(**off, two_stage=True).two_stage  # BART in ERIC's two stages: an option
+    assert not VariantParams(**{**off, "state_attention": True}, two_stage=False).two_stage
+    with pytest.raises(ValueError, match="a variant with entity needs two_stage"):
+        VariantParams(state=False, two_stage=False)

@@ -40,7 +40,7 @@ TRANSITIONS_NOTE = ("On the training split: an entity's successive units in a te
                     "entity and has a gold state (other units skipped). Confidence: the product of each unit's "
                     "state-to-event cosine, averaged over the pair's transitions. Two examples per pair, the most "
                     "confident, the entity highlighted.")
-ANALYSIS_COLUMNS = ("Mention control", "States used", "Top state", "Coherence", "Coherence (rand. states)",
+ANALYSIS_COLUMNS = ("Form", "Mention control", "States used", "Top state", "Coherence", "Coherence (rand. states)",
                     "Reused mention", "Random name")
 
 
@@ -89,6 +89,7 @@ def analysis_rows(inputs: ReportInputs) -> list[list[str]]:
         fallback = m.get("fallback") or {}
         rows.append([
             display_name(variant),
+            m.get("form", "two-stage"),  # evaluations before the setting were all two-stage
             _percent(m.get("mention_control")),
             _used(m),
             _top(top, m.get("top_code")),
@@ -154,6 +155,9 @@ def to_markdown(inputs: ReportInputs, plots: dict[str, str]) -> str:
              "B-n, MSJ-n, MAUVE, Rpt-L, D-n and mention/fallback shares in %; Len in tokens. "
              "Truth: the human references (reference-free metrics only).", "",
              "## Analyses", "", _markdown_table(["Model", *ANALYSIS_COLUMNS], analysis_rows(inputs)), "",
+             "Form: two-stage (placeholders, then the mention model writes the names: ERIC's paradigm) or "
+             "one-stage (real names written directly, as the paper's BART and baselines); the coherence "
+             "test swaps placeholders, so it scores two-stage models only. "
              "Mention control: generated units mentioning the planned entity (or none for `<none>`). "
              "States used: of K, by the gold states of the training units (DiscoDVT: codes used of its "
              "K by the posterior over the training targets); top state (code): id and share. "

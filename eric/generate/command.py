@@ -52,7 +52,7 @@ def sample_file(model_dir: Path, inputs: Path, out: Path, settings: Params, ment
     from eric.generate.inputs import read_inputs
     from eric.generate.loading import load_mentions, load_stage_one
     from eric.generate.merge import NamePool
-    from eric.generate.sampler import SamplingOptions, sample_stories
+    from eric.generate.sampler import SamplingOptions, is_two_stage, sample_stories, stage_one_decoding
     from eric.generate.schema import fallback_summary, write_samples
     from eric.train.runtime import device_kind
 
@@ -61,11 +61,12 @@ def sample_file(model_dir: Path, inputs: Path, out: Path, settings: Params, ment
         check_out(out, inputs, overwrite)
         rows_in = read_inputs(inputs, settings.sample.num_inputs)
         model, tokenizer = load_stage_one(model_dir, device)
-        mention_model, mention_tokenizer = load_mentions(mentions_dir, device) if mentions_dir else (None, None)
+        wanted = mentions_dir and is_two_stage(model)  # a one-stage model writes the names itself
+        mention_model, mention_tokenizer = load_mentions(mentions_dir, device) if wanted else (None, None)
         options = SamplingOptions.from_params(settings)
         pool = NamePool(training_names(names, settings), seed=options.seed)
         rows = sample_stories(rows_in, model, tokenizer, options, mention_model, mention_tokenizer, pool)
         write_samples(rows, out, {"model_dir": str(model_dir), "mentions_dir": str(mentions_dir or ""),
                                   "inputs": str(inputs), "options": options.as_dict(), "device": device,
-                                  "summary": fallback_summary(rows)})
+                                  "stage_one_decoding": stage_one_decoding(model, options), "summary": fallback_summary(rows)})
     return rows

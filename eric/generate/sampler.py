@@ -1,6 +1,7 @@
 """Two-stage sampling: stage one writes the story with placeholders (planning an entity
 and its state at every sentence token), stage two writes the mentions, the merge puts
-them in.
+them in. A one-stage model (config `two_stage: false`: BART and the baselines as in the
+paper) writes real names itself: its stage-one text is the story, no mention model runs.
 
     options = SamplingOptions.from_params(params)
     rows = sample_stories(inputs, stage_one, tokenizer, options, mentions, mention_tokenizer, pool)
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class SamplingOptions:
     batch_size: int = 8
+    decoding: str = "shared"  # shared: the settings below for every model | original: the model's `original_decoding` over them
     top_p: float = 0.9
     top_k: int = 0
     temperature: float = 1.0
@@ -52,7 +54,7 @@ class SamplingOptions:
     def from_params(cls, params: Params, progress: bool = True) -> SamplingOptions:
         s = params.sample
         return cls(
-            batch_size=s.batch_size, top_p=s.top_p, top_k=s.top_k, temperature=s.temperature,
+            batch_size=s.batch_size, decoding=s.decoding, top_p=s.top_p, top_k=s.top_k, temperature=s.temperature,
             entity_temperature=s.entity_temperature, no_repeat_ngram_size=s.no_repeat_ngram_size,
             max_length=s.max_length, max_units=s.max_units, max_source_length=params.model.max_source_length,
             mention_top_p=s.mention_top_p, mention_top_k=s.mention_top_k, mention_max_length=s.mention_max_length,
@@ -65,12 +67,32 @@ class SamplingOptions:
         return {k: v for k, v in asdict(self).items() if k != "progress"}
 
 
+def stage_one_decoding(model, options: SamplingOptions) -> dict:
+    """The stage-one `generate` keywords for `model`: the shared settings, or with `decoding: original`
+    the architecture's own (its class's `original_decoding`) over them. Recorded in the samples' metadata."""
+    settings = {"do_sample": True, "temperature": options.temperature, "top_k": options.top_k,
+                "top_p": options.top_p, "penalty_alpha": None}
+    if options.decoding == "original":
+        settings.update(getattr(type(model), "original_decoding", {}))
+    elif options.decoding != "shared":
+        raise ValueError(f"decoding {options.decoding!r}: shared | original")
+    if settings["penalty_alpha"] is not None:  # contrastive search: deterministic, top_k is its k
+        settings["do_sample"] = False
+    return settings
+
+
 @dataclass
 class StageOneSample:
     text: str  # "<sent> unit <sent> unit" with placeholders
     unit_entities: list[str | None]  # "<e3>" | "<none>" per unit; None: not planned (unit 1 in the code's setting)
     unit_states: list[int]  # state id per unit, -1 = none
     tokens: int  # tokens generated (up to and including </s>)
+
+
+def is_two_stage(model) -> bool:
+    """Whether `model` writes placeholders for a mention model (models saved before the
+    setting existed were all two-stage)."""
+    return getattr(model.config, "two_stage", True)
 
 
 def _batches(items: list, size: int, progress: bool, desc: str):
@@ -84,12 +106,12 @@ def sample_stage_one(model, tokenizer, inputs: list[str], options: SamplingOptio
     device = model.device
     generator = torch.Generator(device=device).manual_seed(options.seed)
     samples: list[StageOneSample] = []
+    decoding = stage_one_decoding(model, options)
     for batch in _batches(inputs, options.batch_size, options.progress, "stage one"):
         enc = tokenizer(batch, truncation=True, max_length=options.max_source_length, padding=True,
                         return_tensors="pt").to(device)
         out = model.generate(
-            enc["input_ids"], enc["attention_mask"], max_new_tokens=options.max_length, do_sample=True,
-            temperature=options.temperature, top_k=options.top_k, top_p=options.top_p,
+            enc["input_ids"], enc["attention_mask"], max_new_tokens=options.max_length, **decoding,
             no_repeat_ngram_size=options.no_repeat_ngram_size, entity_temperature=options.entity_temperature,
             max_units=options.max_units, generator=generator,
         )
@@ -152,7 +174,7 @@ def sample_stories(
     texts = [row.input for row in inputs]
     stage_one = sample_stage_one(model, tokenizer, texts, options)
     stories = [s.text for s in stage_one]
-    if mention_model is not None:
+    if mention_model is not None and is_two_stage(model):
         mention_texts = generate_mentions(mention_model, mention_tokenizer or tokenizer, texts, stories, options)
     else:
         mention_texts = [""] * len(stories)

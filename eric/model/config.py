@@ -23,6 +23,7 @@ params.yaml's `model.state_space.recipe` names bundles of these (eric/config.py 
                            own (code): a copy of the token embeddings; shared: model.shared
     decay_codebook_and_embeddings
                            False (code: weight decay 0); True decays them with the rest
+    decay_weights          False (code, the paper recipe): AdamW decays no weight at all
   remedies, off by default:
     state_init             random (paper) | kmeans: codes from k-means over the first
                            `state_init_events` event vectors (eric/train/codebook.py)
@@ -84,6 +85,7 @@ class EricConfig(BartConfig):
     codebook_gradient: str = "dense"
     sentence_encoder_embeddings: str = "own"
     decay_codebook_and_embeddings: bool = False
+    decay_weights: bool = True
     state_init: str = "random"
     state_init_events: int = 1024
     dead_code_steps: int = 0

@@ -3,35 +3,51 @@ Discrete Variational Transformer"), a stage-one baseline: BART with `<sent>` uni
 `bart` variant) whose decoder also reads a sequence of discrete latent codes, one per span
 of r = 2^downsample_layers target tokens.
 
-    params.yaml  model.variants.discodvt: {kind: discodvt, options: {num_codes: 256, prior_steps: 200}}
+    params.yaml  model.variants.discodvt: {kind: discodvt, options: {num_codes: 256, posterior: gumbel, ...}}
+
+"DiscoDVT's code" below is the authors' release, github.com/cdjhz/DiscoDVT (file:line there).
 
 Modules (parameter-name parts `code_posterior`, `code_upsampler`, `code_prior`, `relation_head`):
 
     posterior q(z|y)   the BART encoder (shared) over the target y = labels, then
                        `downsample_layers` strided convolutions (kernel = stride = 2, GELU
-                       between) and a LayerNorm: z_e [B, M, d], M = ceil(T / r)
-    quantizer          K x d codebook (K = num_codes, 256 as in DiscoDVT): z_q = e_k with
-                       k = argmin_k ||z_e - e_k||^2; the decoder reads the straight-through
-                       z_e + sg(z_q - z_e)
+                       between) and a LayerNorm: z_e [B, M, d], M = ceil(T / r); then
+      posterior: gumbel  (default, DiscoDVT's: src/modeling_bart.py:1466-1472) logits =
+                       Linear(z_e) over the K codes; training: the decoder reads w @ E, w =
+                       Gumbel-softmax(logits, tau), soft (its scripts pass --gumbel_trick, so
+                       hard = False: src/main.py:197), tau = max(0.1, 0.9 exp(-1e-4 s)), s the
+                       training forwards so far (src/main.py:36-38, 280-283; scripts/
+                       wikiplots_train.sh:29-31), kept in the buffer `code_posterior.step`; eval:
+                       one_hot(argmax); the code id is the argmax (src/modeling_bart.py:1529-1531)
+      posterior: vq      z_q = e_k, k = argmin_k ||z_e - e_k||^2; the decoder reads the
+                       straight-through z_e + sg(z_q - z_e)
+                       E: the K x d codebook (K = num_codes, 256 as DiscoDVT's scripts)
     upsampler          transposed convolutions (kernel = stride = 2) back to one vector per
                        token; position t of the decoder input gets the vector of the code whose
                        span holds labels[t] (the token it predicts), added to its token embedding
-    relation head      Linear([h_n; h_{n+1}]) -> relation, h_n = mean of the (straight-through)
-                       code vectors over the tokens of unit n
+    relation head      Linear([h_n; h_{n+1}]) -> relation, h_n = mean of the code vectors the
+                       decoder reads over the tokens of unit n
     prior p(z|x)       an autoregressive transformer (an ERIC/BART decoder stack, `prior_layers`
                        layers, own code embeddings and BOS/EOS) cross-attending to the BART
                        encoder's output for the input x
 
-Losses of the main phase (VQ-VAE, van den Oord et al. 2017, straight-through estimator):
+Losses of the main phase:
 
-    L = L_rec + ||sg(z_e) - z_q||^2 + beta ||z_e - sg(z_q)||^2 + lambda_d L_disc
+    gumbel  L = L_rec + lambda_d L_disc - alpha H                       (DiscoDVT src/main.py:303)
+    vq      L = L_rec + ||sg(z_e) - z_q||^2 + beta ||z_e - sg(z_q)||^2 + lambda_d L_disc - alpha H
 
-L_rec the token cross-entropy of the decoder given x and z_q (= lm_loss); the two VQ terms
-are means over codes and dimensions (`codebook_loss`, `commitment_loss`, beta =
-commitment_weight = 0.25); L_disc (`discourse_loss`) the cross-entropy of the relation between
-adjacent units, labelled by the discourse marker opening the second one
-(eric/data/discourse.py: DisSent's 15 markers as DiscoDVT, or their 4 PDTB classes with
-`relation_labels: class`); pairs whose second unit opens with no marker are not supervised.
+L_rec the token cross-entropy of the decoder given x and the codes (= lm_loss); the two VQ
+terms (VQ-VAE, van den Oord et al. 2017) are means over codes and dimensions (`codebook_loss`,
+`commitment_loss`, beta = commitment_weight = 0.25); L_disc (`discourse_loss`, lambda_d =
+discourse_weight = 0.1, DiscoDVT's --gamma in scripts/wikiplots_train.sh:23) the cross-entropy
+of the relation between adjacent units: with `relation_labels: directed` (default) DiscoDVT's
+20 classes, 10 markers with a direction and a supervised "none" (preprocess/encode_bpe.py:7-10;
+eric/data/discourse.py `directed_relation`); with `marker` the 15 DisSent markers opening the
+second unit, with `class` their 4 PDTB classes, and then pairs whose second unit opens with no
+marker are not supervised. H (`entropy_loss` = -H, alpha = entropy_weight = 0.1, DiscoDVT's
+--alpha in scripts/wikiplots_train.sh:22) is the entropy of each text's mean code distribution
+over its codes, averaged over the texts (src/main.py:239-248): the distribution is
+softmax(logits) (gumbel, before the noise, as there) or softmax(-||z_e - e_k||^2) (vq).
 Prior phase (`prior_steps` more optimizer steps after the main ones, same lr and schedule
 shape, posterior/encoder/decoder frozen): L_prior = cross-entropy of the posterior's code
 sequence c_1..c_M, EOS under the prior (`prior_loss`, mean over codes + EOS).
@@ -42,15 +58,27 @@ text (top-p 0.9 in the pipeline), with no minimum length, until EOS or ceil((max
 (positions past the last code read none). `model.generate` returns `DiscoDVTGenerationOutput`
 (sequences, codes; no units, so `out.units(row)` is empty).
 
-Choices where the paper leaves room or this project differs (documented in README):
-- the posterior shares BART's encoder with the input (no second encoder); kernel = stride = 2,
-  so each code covers exactly its r tokens (r = 8 by default); codes live in d_model;
-- straight-through VQ with codebook + commitment losses (no EMA, no anti-collapse remedy); z_e
-  is layer-normed and the codebook starts N(0, 1), so codes and latents start at one scale; the
-  codebook gets no weight decay;
-- DiscoDVT segments EDUs with its own parser rules; here the units are the corpus's
-  (`preprocess.unit`: sentences, or EDUs from eric/data/edu.py), and a relation is read off
-  the unit's opening marker by `opening_marker` (text only: "As a child" counts as "as");
+Choices where the paper leaves room or this project differs (docs/baselines.md, DiscoDVT):
+- the posterior shares BART's encoder with the input (DiscoDVT's is a copy of it:
+  src/modeling_bart.py:1455); kernel = stride = 2 with GELU and a LayerNorm (its: kernel 4,
+  stride 2, ReLU, 128 channels, then a 1x1 convolution to the K logits: :1418-1434), so each
+  code covers exactly its r tokens (r = 8 by default, as its 3 layers); codes live in d_model
+  (its 256) and no learned padding code (:1409, 1483);
+- the entropy term averages over a text's real codes (its mean also counts the padding
+  positions of its fixed 512-token targets: src/main.py:245-247 computes the masked
+  probabilities and then averages the unmasked ones);
+- gumbel in eval reads the argmax code (its validation samples the noise too);
+- vq (no EMA, no remedy but the entropy term): z_e is layer-normed and the codebook starts
+  N(0, 1), so codes and latents start at one scale; the codebook gets no weight decay;
+- the relation head reads the code vectors before the upsampler, through a Linear over the
+  pair (its: the upsampled per-token vectors, projected to 256, a Bilinear: :1412-1413, 1490-1502);
+- DiscoDVT labels relations with its dependency-parse rules (preprocess/extract_discourse.py);
+  here the units are the corpus's (`preprocess.unit`: sentences, or EDUs from
+  eric/data/edu.py), and a relation is read off the units' text by `opening_marker` ("As a
+  child" counts as "as"); "<m>21" needs the first unit to open with m and not end its sentence;
+- its warm start (a first run on BookCorpus, scripts/warm_start.sh) is not a pipeline stage:
+  `from_bart` on a DiscoDVT output (`model.init`) loads its code modules too (its
+  --load_from_full, src/main.py:198-207), so a user can run it (docs/baselines.md);
 - phases: one `train_stage_one` run; after the main steps a second DeepSpeed engine over the
   prior's parameters alone (eric/train/phases.py), checkpointed under the variant's checkpoint
   folder, so a killed run resumes in either phase;
@@ -62,20 +90,23 @@ Choices where the paper leaves room or this project differs (documented in READM
 from __future__ import annotations
 
 import copy
+import json
 import math
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 import torch
 from huggingface_hub.dataclasses import strict
 from pydantic import BaseModel, ConfigDict, Field
+from safetensors.torch import load_file
 from torch import nn
 from torch.nn import functional as F
 from transformers import AutoConfig
 from transformers import initialization as init
 
-from eric.data.discourse import MARKERS, RELATION_CLASS, opening_marker
+from eric.data.discourse import DIRECTED_RELATIONS, MARKERS, RELATION_CLASS, directed_relation, opening_marker
 from eric.data.schema import SENT_TOKEN
 from eric.model.config import EricConfig
 from eric.model.decoder import EricCache, EricDecoder
@@ -83,8 +114,13 @@ from eric.model.generation import EricGenerationOutput, sampling_warpers
 from eric.model.modeling_eric import NEW_MODULES, EricForConditionalGeneration, EricOutput
 
 IGNORE = -100
-RELATION_SETS = {"marker": MARKERS, "class": tuple(dict.fromkeys(RELATION_CLASS.values()))}
+RELATION_SETS = {
+    "directed": DIRECTED_RELATIONS,
+    "marker": MARKERS,
+    "class": tuple(dict.fromkeys(RELATION_CLASS.values())),
+}
 PHASES = ("main", "prior")
+POSTERIORS = ("gumbel", "vq")
 
 
 @strict
@@ -94,8 +130,13 @@ class DiscoDVTConfig(EricConfig):
     num_codes: int = 256
     downsample_layers: int = 3
     commitment_weight: float | int = 0.25
-    discourse_weight: float | int = 1.0
-    relation_labels: str = "marker"
+    discourse_weight: float | int = 0.1
+    relation_labels: str = "directed"
+    entropy_weight: float | int = 0.1  # EricConfig's field (its state space's), here DiscoDVT's alpha
+    posterior: str = "vq"  # configs saved before this option hold VQ models; a variant's default is gumbel
+    gumbel_temperature: float | int = 0.9
+    gumbel_min_temperature: float | int = 0.1
+    gumbel_anneal_rate: float | int = 1e-4
     prior_layers: int = 2
     prior_steps: int = 200
 
@@ -104,6 +145,11 @@ class DiscoDVTConfig(EricConfig):
             raise ValueError("num_codes must be >= 2, prior_layers >= 1, downsample_layers in 0..8")
         if self.relation_labels not in RELATION_SETS:
             raise ValueError(f"relation_labels must be one of {sorted(RELATION_SETS)}")
+        if self.posterior not in POSTERIORS:
+            raise ValueError(f"posterior must be one of {POSTERIORS}")
+        if not 0 < self.gumbel_min_temperature <= self.gumbel_temperature or self.gumbel_anneal_rate < 0:
+            raise ValueError("gumbel temperatures must be 0 < gumbel_min_temperature <= gumbel_temperature, "
+                             "gumbel_anneal_rate >= 0")
 
     @property
     def code_span(self) -> int:
@@ -122,8 +168,13 @@ class DiscoDVTOptions(BaseModel):
     num_codes: int = Field(256, ge=2)  # K (DiscoDVT: 256)
     downsample_layers: int = Field(3, ge=0, le=8)  # r = 2^layers tokens per code
     commitment_weight: float = Field(0.25, ge=0)  # beta
-    discourse_weight: float = Field(1.0, ge=0)  # lambda_d
-    relation_labels: Literal["marker", "class"] = "marker"
+    discourse_weight: float = Field(0.1, ge=0)  # lambda_d (DiscoDVT's gamma: 0.1)
+    relation_labels: Literal["directed", "marker", "class"] = "directed"  # directed: DiscoDVT's 20, "none" supervised
+    entropy_weight: float = Field(0.1, ge=0)  # alpha: loss - alpha H(each text's mean code distribution)
+    posterior: Literal["gumbel", "vq"] = "gumbel"  # q(z|y): Gumbel-softmax relaxation (DiscoDVT) | VQ
+    gumbel_temperature: float = Field(0.9, gt=0)  # tau at the first training forward (gumbel)
+    gumbel_min_temperature: float = Field(0.1, gt=0)  # tau never goes below it
+    gumbel_anneal_rate: float = Field(1e-4, ge=0)  # tau = max(min, tau_0 exp(-rate * training forwards))
     prior_layers: int = Field(2, ge=1)
     prior_steps: int = Field(200, ge=0)  # optimizer steps of the prior phase (0: no prior training)
 
@@ -133,6 +184,7 @@ class DiscoDVTOutput(EricOutput):
     codebook_loss: torch.Tensor | None = None
     commitment_loss: torch.Tensor | None = None
     discourse_loss: torch.Tensor | None = None
+    entropy_loss: torch.Tensor | None = None  # -H: the loss adds entropy_weight * entropy_loss
     prior_loss: torch.Tensor | None = None
 
 
@@ -145,9 +197,10 @@ class DiscoDVTGenerationOutput(EricGenerationOutput):
 class Posterior:
     latents: torch.Tensor  # z_e [B, M, d]
     indices: torch.Tensor  # [B, M] code ids, -1 = no code
-    quantized: torch.Tensor  # z_q [B, M, d]
-    straight_through: torch.Tensor  # z_e + sg(z_q - z_e)
+    quantized: torch.Tensor  # z_q [B, M, d]: the chosen codes' vectors
+    straight_through: torch.Tensor  # what the decoder reads: vq z_e + sg(z_q - z_e); gumbel w @ E
     mask: torch.Tensor  # [B, M] bool
+    logits: torch.Tensor  # [B, M, K] of the code distribution (the entropy term's): vq -||z_e - e_k||^2
 
 
 # -- the pieces ---------------------------------------------------------------------------
@@ -164,6 +217,12 @@ class Quantizer(nn.Module):
         distances = flat.pow(2).sum(-1, keepdim=True) - 2 * flat @ codebook.t() + codebook.pow(2).sum(-1)
         return distances.argmin(-1).view(latents.shape[:-1])
 
+    def soft_assignment_logits(self, latents: torch.Tensor) -> torch.Tensor:
+        """-||z_e - e_k||^2 [.., K]: the logits of the code distribution the entropy term reads."""
+        flat = latents.float()
+        codebook = self.codebook.float()
+        return -(flat.pow(2).sum(-1, keepdim=True) - 2 * flat @ codebook.t() + codebook.pow(2).sum(-1))
+
     def lookup(self, indices: torch.Tensor) -> torch.Tensor:
         return F.embedding(indices.clamp(min=0), self.codebook)
 
@@ -176,6 +235,18 @@ def vq_losses(latents: torch.Tensor, quantized: torch.Tensor, mask: torch.Tensor
         zero = latents.sum() * 0.0 + quantized.sum() * 0.0
         return zero, zero
     return F.mse_loss(q, z.detach()), F.mse_loss(z, q.detach())
+
+
+def mean_code_entropy(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """H(q_b), q_b = mean of softmax(logits) over the codes in `mask` of text b, then the mean
+    over the texts that have a code (DiscoDVT src/main.py:239-248, per text, not per batch)."""
+    probs = torch.softmax(logits.float(), dim=-1) * mask[..., None].to(torch.float32)
+    counts = mask.sum(1)
+    rows = counts > 0
+    if not bool(rows.any()):
+        return probs.sum() * 0.0
+    mean = probs.sum(1)[rows] / counts[rows, None]
+    return -(mean * mean.clamp_min(1e-12).log()).sum(-1).mean()
 
 
 class Downsampler(nn.Module):
@@ -215,17 +286,43 @@ class Upsampler(nn.Module):
 
 
 class CodePosterior(nn.Module):
+    """vq: nearest code, straight-through. gumbel (DiscoDVT src/modeling_bart.py:1466-1472): logits
+    = Linear(z_e); in training the decoder reads w @ E, w = Gumbel-softmax(logits, tau) (soft: its
+    scripts pass --gumbel_trick, so hard = False); in eval one_hot(argmax); the code id is the argmax
+    (its get_codebook_indices, :1529-1531). `step` counts the training forwards that anneal tau."""
+
     def __init__(self, config: DiscoDVTConfig):
         super().__init__()
+        self.config = config
         self.downsample = Downsampler(config.d_model, config.downsample_layers)
         self.quantizer = Quantizer(config.num_codes, config.d_model)
+        if config.posterior == "gumbel":
+            self.to_logits = nn.Linear(config.d_model, config.num_codes)
+            self.register_buffer("step", torch.zeros((), dtype=torch.long))
+
+    def temperature(self) -> float:
+        """tau = max(min, tau_0 exp(-rate * step)) (DiscoDVT src/main.py:280-283)."""
+        c = self.config
+        return max(c.gumbel_min_temperature, c.gumbel_temperature * math.exp(-c.gumbel_anneal_rate * int(self.step)))
 
     def forward(self, token_states: torch.Tensor, token_mask: torch.Tensor) -> Posterior:
         latents, mask = self.downsample(token_states, token_mask)
-        indices = self.quantizer.nearest(latents)
+        if self.config.posterior == "vq":
+            indices = self.quantizer.nearest(latents)
+            quantized = self.quantizer.lookup(indices).to(latents.dtype)
+            straight = latents + (quantized - latents).detach()
+            logits = self.quantizer.soft_assignment_logits(latents)
+            return Posterior(latents, torch.where(mask, indices, -1), quantized, straight, mask, logits)
+        logits = self.to_logits(latents)
+        indices = logits.argmax(-1)
+        if self.training:
+            weights = F.gumbel_softmax(logits.float(), tau=self.temperature(), hard=False, dim=-1)
+            self.step += 1
+        else:
+            weights = F.one_hot(indices, self.config.num_codes).float()
+        read = (weights @ self.quantizer.codebook.float()).to(latents.dtype)
         quantized = self.quantizer.lookup(indices).to(latents.dtype)
-        straight = latents + (quantized - latents).detach()
-        return Posterior(latents, torch.where(mask, indices, -1), quantized, straight, mask)
+        return Posterior(latents, torch.where(mask, indices, -1), quantized, read, mask, logits)
 
 
 class CodePrior(nn.Module):
@@ -295,9 +392,12 @@ def discourse_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor |
     return F.cross_entropy(logits[found].float(), labels[found])
 
 
-def relation_id(unit_text: str, relations: tuple[str, ...], labels: str) -> int | None:
-    """The relation label a unit's opening marker gives its link to the previous unit."""
-    marker = opening_marker(unit_text)
+def relation_id(first: str, second: str, relations: tuple[str, ...], labels: str) -> int | None:
+    """The label of the link between adjacent units `first` and `second`: DiscoDVT's directed
+    class (`directed`, never None), or the marker opening `second` (`marker`) or its class."""
+    if labels == "directed":
+        return relations.index(directed_relation(first, second))
+    marker = opening_marker(second)
     if marker is None:
         return None
     return relations.index(marker if labels == "marker" else RELATION_CLASS[marker])
@@ -342,18 +442,41 @@ class DiscoDVTForConditionalGeneration(EricForConditionalGeneration):
         if isinstance(module, Quantizer):
             init.normal_(module.codebook, mean=0.0, std=1.0)  # the scale of the layer-normed z_e
 
+    @classmethod
+    def from_bart(cls, bart_dir, vocab_size: int | None = None, **eric_options) -> DiscoDVTForConditionalGeneration:
+        """BART's weights from `bart_dir`; when it is a DiscoDVT model (the warm start: a first
+        run's output), its code modules too (codebook, posterior, upsampler, relation head,
+        prior), as DiscoDVT's --load_from_full (src/main.py:198-207); tau's anneal restarts."""
+        model = super().from_bart(bart_dir, vocab_size=vocab_size, **eric_options)
+        bart_dir = Path(bart_dir)
+        if json.loads((bart_dir / "config.json").read_text()).get("model_type") != DiscoDVTConfig.model_type:
+            return model
+        if not (bart_dir / "model.safetensors").is_file():
+            raise FileNotFoundError(f"{bart_dir}: a DiscoDVT model without model.safetensors (sharded?)")
+        parts = tuple(f"{name}." for name in cls.new_modules)
+        own = {k: v for k, v in load_file(bart_dir / "model.safetensors").items()
+               if k.startswith(parts) and k != "code_posterior.step"}
+        expected = {k for k in model.state_dict() if k.startswith(parts) and k != "code_posterior.step"}
+        if set(own) != expected:
+            raise ValueError(f"{bart_dir}: its code modules differ from this variant's (posterior, num_codes, "
+                             f"relation_labels?): {sorted(set(own) ^ expected)[:3]}")
+        model.load_state_dict(own, strict=False)  # a shape mismatch raises
+        return model
+
     def no_weight_decay(self) -> list[str]:
         return [*super().no_weight_decay(), "code_posterior.quantizer.codebook"]
 
     @classmethod
     def batch_extras(cls, config, tokenizer, rows: list[dict], batch: dict) -> dict:
-        """relation_labels [B, N - 1]: the relation of each kept unit to the one before it
-        (the marker opening it), -100 where it opens with none."""
+        """relation_labels [B, N - 1]: the relation of each kept unit to the one before it;
+        `directed`: DiscoDVT's class (or "none") of every pair; `marker`/`class`: the marker
+        opening the second unit (or its class), -100 where it opens with none."""
         kept = (batch["labels"] == config.sent_token_id).sum(1).tolist()
         out = torch.full((len(rows), max(max(kept, default=1) - 1, 1)), IGNORE, dtype=torch.long)
         for i, row in enumerate(rows):
-            for n, text in enumerate(unit_texts(row["target"])[1 : kept[i]]):
-                label = relation_id(text, config.relations, config.relation_labels)
+            units = unit_texts(row["target"])[: kept[i]]
+            for n, (first, second) in enumerate(zip(units, units[1:])):
+                label = relation_id(first, second, config.relations, config.relation_labels)
                 if label is not None:
                     out[i, n] = label
         return {"relation_labels": out}
@@ -460,11 +583,15 @@ class DiscoDVTForConditionalGeneration(EricForConditionalGeneration):
 
     def _posterior_objectives(self, out: DiscoDVTOutput, post: Posterior, labels, relation_labels) -> None:
         config = self.config
-        out.codebook_loss, out.commitment_loss = vq_losses(post.latents, post.quantized, post.mask)
         out.state_ids = post.indices  # the loop counts the codes used (StateUsageWindow)
         used = post.indices[post.mask].unique().numel()
         out.codebook_usage = torch.tensor(used / config.num_codes, device=labels.device)
-        out.loss = out.loss + out.codebook_loss + config.commitment_weight * out.commitment_loss
+        if config.posterior == "vq":
+            out.codebook_loss, out.commitment_loss = vq_losses(post.latents, post.quantized, post.mask)
+            out.loss = out.loss + out.codebook_loss + config.commitment_weight * out.commitment_loss
+        if config.entropy_weight > 0:
+            out.entropy_loss = -mean_code_entropy(post.logits, post.mask)
+            out.loss = out.loss + config.entropy_weight * out.entropy_loss
         if relation_labels is None:
             return
         tokens = post.straight_through.repeat_interleave(config.code_span, dim=1)[:, : labels.shape[1]]

@@ -16,6 +16,20 @@ through the training-time code path (slow; for parity tests).
 `generate` returns the tokens (starting with the decoder start token, like
 transformers) and, per unit, the entity class (0 = <none>, i+1 = <ei>, -100 = no
 unit) and the state id (-1 = no state).
+
+Contrastive search (SimCTG, Su et al., NeurIPS 2022; transformers' `penalty_alpha` + `top_k`):
+with `penalty_alpha` set (not None) and `top_k` = k > 1, each step takes the k most likely
+tokens v (after the logits processors, no sampling warpers), reads each one step ahead to
+get its last-layer state h_v, and picks the argmax of
+
+    (1 - alpha) * p(v | x_<t) - alpha * max_j cos(h_v, h_j)
+
+over the states h_j of the positions read so far (deterministic; entities are planned by
+argmax). The lookahead re-runs the decoder on one copy of the cache per candidate and
+rolls it back (KV cache, no state attention), or else re-runs the whole prefix for the
+k candidates in one batch (slow, exact). A `<sent>` candidate is read ahead without its
+unit input (its entity and state are planned only once it is chosen); a model that plans
+no entity (the baselines) reads it exactly as it will.
 """
 
 from __future__ import annotations
@@ -145,11 +159,16 @@ class EricGenerationMixin:
         max_units: int | None = None,
         use_cache: bool = True,
         generator: torch.Generator | None = None,
+        penalty_alpha: float | None = None,
     ) -> EricGenerationOutput:
         config = self.config
         was_training = self.training
         self.eval()
         batch, device = input_ids.shape[0], input_ids.device
+        contrastive = penalty_alpha is not None and top_k > 1
+        if contrastive:
+            do_sample = False  # deterministic, as in SimCTG; top_k is k, not a warper
+        encoder_mask = attention_mask  # 2D, for the contrastive lookahead's full-prefix passes
         encoder_hidden = self.encode(input_ids, attention_mask)
         step_logits = self.step_logits(encoder_hidden, attention_mask)  # once per call (PlanAhead: its plan)
         if attention_mask is not None and use_cache:  # the cross-attention mask of one query, built once
@@ -167,7 +186,8 @@ class EricGenerationMixin:
         processors = self._logits_processors(
             do_sample, temperature, top_k, top_p, no_repeat_ngram_size, min_new_tokens, device
         )
-        step_state = _StepState(self, batch, device, use_cache)
+        step_state = _StepState(self, batch, device, use_cache, keep_units=contrastive)
+        context = GrowingBuffer() if contrastive else None  # h_j of the positions read so far
         finished = torch.zeros(batch, dtype=torch.bool, device=device)
         unit_counts = torch.zeros(batch, dtype=torch.long, device=device)
         records: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []  # (rows, classes, states) per step
@@ -186,6 +206,8 @@ class EricGenerationMixin:
                         step_state, tokens, reads_sent, unit_counts, do_sample, entity_temperature, generator, records
                     )
             hidden = step_state.decode(tokens, unit_embed, encoder_hidden, attention_mask, reads_sent, any_sent)
+            if context is not None:
+                context.append(hidden.float())
             if step + 1 < len(prompt):
                 next_tokens = torch.full_like(tokens[:, 0], prompt[step + 1])
             else:
@@ -193,7 +215,13 @@ class EricGenerationMixin:
                 if max_units is not None and config.sent_token_id is not None:
                     logits[unit_counts >= max_units, config.sent_token_id] = float("-inf")
                 logits = processors(tokens, logits)
-                if do_sample:
+                if contrastive:
+                    probs = torch.softmax(logits, dim=-1)
+                    top_probs, candidates = probs.topk(top_k, dim=-1)  # [B, k]
+                    ahead = step_state.lookahead(tokens, candidates, encoder_hidden, attention_mask, encoder_mask)
+                    scores = contrastive_scores(top_probs, ahead.float(), context.view(), penalty_alpha)
+                    next_tokens = candidates.gather(1, scores.argmax(dim=-1, keepdim=True))[:, 0]
+                elif do_sample:
                     probs = torch.softmax(logits, dim=-1)
                     next_tokens = torch.multinomial(probs, 1, generator=generator)[:, 0]
                 else:
@@ -265,6 +293,17 @@ def sampling_warpers(do_sample: bool, temperature: float, top_k: int, top_p: flo
     return warpers
 
 
+def contrastive_scores(
+    probs: torch.Tensor, candidate_hidden: torch.Tensor, context_hidden: torch.Tensor, alpha: float
+) -> torch.Tensor:
+    """SimCTG's score of each candidate: probs [B, k], candidate_hidden [B, k, d], context_hidden [B, T, d]
+    -> (1 - alpha) * p - alpha * max_j cos(h_v, h_j), [B, k] (as yxuansu/SimCTG story_generation/utlis.py:109-123)."""
+    candidates = torch.nn.functional.normalize(candidate_hidden, dim=-1)
+    context = torch.nn.functional.normalize(context_hidden, dim=-1)
+    degeneration = torch.bmm(candidates, context.transpose(1, 2)).amax(dim=-1)  # [B, k]
+    return (1.0 - alpha) * probs - alpha * degeneration
+
+
 def _stack_records(records, batch: int, device) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-step plans -> [B, U] entity classes (-100 = no unit) and state ids (-1 = none)."""
     if not records:
@@ -284,9 +323,10 @@ def _stack_records(records, batch: int, device) -> tuple[torch.Tensor, torch.Ten
 class _StepState:
     """One decoding step, with the KV cache or by re-running the whole prefix."""
 
-    def __init__(self, model, batch: int, device: torch.device, use_cache: bool):
+    def __init__(self, model, batch: int, device: torch.device, use_cache: bool, keep_units: bool = False):
         self.model = model
         self.use_cache = use_cache
+        self.keep_units = keep_units  # cached path too: every position's entity input (contrastive lookahead)
         self.predictor = getattr(model, "state_predictor", None)
         self.cache = EricCache.empty(model.config) if use_cache else None
         plans = use_cache and model.config.use_entity  # a model that plans no entity needs no planner memory
@@ -301,12 +341,40 @@ class _StepState:
             hidden = model.decode(tokens[:, -1:], unit_embed, encoder_hidden, encoder_mask, self.cache)
             if self.memory is not None:
                 self.memory.update(hidden, reads_sent, any_sent)
+            if self.keep_units:
+                self._keep_unit(unit_embed, encoder_hidden, tokens.shape[0])
             return hidden
-        if unit_embed is None:
-            unit_embed = encoder_hidden.new_zeros(tokens.shape[0], 1, model.config.d_model)
-        self.unit_embeds = unit_embed if self.unit_embeds is None else torch.cat([self.unit_embeds, unit_embed], 1)
+        self._keep_unit(unit_embed, encoder_hidden, tokens.shape[0])
         self.hidden = model.decode(tokens, self.unit_embeds, encoder_hidden, encoder_mask)
         return self.hidden[:, -1:]
+
+    def _keep_unit(self, unit_embed, encoder_hidden, batch: int) -> None:
+        if unit_embed is None:
+            unit_embed = encoder_hidden.new_zeros(batch, 1, self.model.config.d_model)
+        self.unit_embeds = unit_embed if self.unit_embeds is None else torch.cat([self.unit_embeds, unit_embed], 1)
+
+    def lookahead(self, tokens, candidates, encoder_hidden, step_mask, encoder_mask) -> torch.Tensor:
+        """Last-layer state [B, k, d] of each candidate [B, k] read after `tokens` (the contrastive search's h_v).
+
+        With the KV cache and no state attention: one step per candidate on the cache, rolled back
+        after each. Otherwise the whole prefix plus each candidate, the k candidates in one batch."""
+        model = self.model
+        if self.use_cache and not model.config.use_state_attention:
+            cache, length = self.cache, self.cache.length
+            states = []
+            for column in range(candidates.shape[1]):
+                cache.reads_sent = None
+                states.append(model.decode(candidates[:, column : column + 1], None, encoder_hidden, step_mask, cache))
+                cache.attention.crop(-1)  # drop the candidate's position
+                cache.length = length
+            return torch.cat(states, dim=1)
+        batch, k = candidates.shape
+        expand = lambda x: x.repeat_interleave(k, dim=0)  # noqa: E731  row b's candidates are rows b*k .. b*k+k-1
+        ahead = torch.cat([expand(tokens), candidates.reshape(-1, 1)], dim=1)
+        units = torch.cat([self.unit_embeds, self.unit_embeds.new_zeros(batch, 1, self.unit_embeds.shape[-1])], 1)
+        mask = None if encoder_mask is None else expand(encoder_mask)
+        hidden = model.decode(ahead, expand(units), expand(encoder_hidden), mask)
+        return hidden[:, -1].reshape(batch, k, -1)
 
     def planner_inputs(self, tokens):
         """q_{n-1} [B, d] and the predictor's keys/values/visibility for the unit about to start."""

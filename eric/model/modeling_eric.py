@@ -166,6 +166,9 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
     new_modules: tuple[str, ...] = NEW_MODULES
     options_model = None  # pydantic model of the variant's `options`; None: it takes none
     extra_columns: tuple[str, ...] = ()
+    # the original system's stage-one decoding (`generate` keywords) that `sample.decoding: original`
+    # puts over the shared settings; {}: the shared ones (ERIC's paper: top-p 0.9)
+    original_decoding: dict = {}
 
     @classmethod
     def config_options(cls, options: dict) -> dict:
@@ -223,8 +226,11 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
         self.model.set_input_embeddings(value)
 
     def no_weight_decay(self) -> list[str]:
-        """Parameters AdamW must not decay: the codebook and the token embeddings (the
-        authors' optimizer decays nothing), unless `decay_codebook_and_embeddings`."""
+        """Parameters AdamW must not decay: none of them without `decay_weights` (the authors'
+        optimizer, the paper recipe); else the codebook and the token embeddings, unless
+        `decay_codebook_and_embeddings`."""
+        if not self.config.decay_weights:
+            return [name for name, _ in self.named_parameters()]
         if self.config.decay_codebook_and_embeddings:
             return []
         keys = ("state_space.codebook", "shared.weight", "embed_tokens.weight", "lm_head.weight")

@@ -21,7 +21,8 @@ Choices SimCTG leaves open for an encoder-decoder model (its paper trains GPT-2)
 - the model adds no parameters: the `bart` variant's parameter set, the same initialization
   (from `model.init` when set).
 Decoding: the ERIC paper samples every system with top-p 0.9, so SimCTG is sampled like the
-others (its contrastive search is not needed for the table).
+others by default; `sample.decoding: original` uses its contrastive search instead
+(`original_decoding`, eric/model/generation.py).
 """
 
 from __future__ import annotations
@@ -79,6 +80,9 @@ def token_contrastive_loss(hidden: torch.Tensor, valid: torch.Tensor, margin: fl
 class SimCTGForConditionalGeneration(EricForConditionalGeneration):
     config_class = SimCTGConfig
     options_model = SimCTGOptions
+    # contrastive search, k = 5, alpha = 0.6: SimCTG's open-ended story generation
+    # (yxuansu/SimCTG story_generation/README.md:108, 148, WritingPrompts; ROCStories: alpha 0.65, :217)
+    original_decoding = {"penalty_alpha": 0.6, "top_k": 5, "top_p": 1.0, "temperature": 1.0}
 
     def forward(self, input_ids=None, attention_mask=None, labels=None, **kwargs) -> SimCTGOutput:
         out = SimCTGOutput(**super().forward(input_ids, attention_mask, labels, **kwargs))

@@ -53,6 +53,7 @@ def eric_options(params: ModelParams, variant: str, ids: SpecialTokenIds) -> dic
     config.json, so that a loader can tell one variant's model from another's)."""
     return dict(
         variant=variant,
+        two_stage=params.variants[variant].two_stage,
         num_states=params.num_states,
         state_dim=params.state_dim,
         max_entities=params.max_entities,
@@ -83,7 +84,8 @@ def state_space_options(params: ModelParams) -> dict:
     return dict(
         codebook_init_std=v["codebook_init_std"], codebook_gradient=v["codebook_gradient"],
         sentence_encoder_embeddings=v["sentence_encoder_embeddings"],
-        decay_codebook_and_embeddings=v["decay_codebook_and_embeddings"], state_init=v["init"],
+        decay_codebook_and_embeddings=v["decay_codebook_and_embeddings"], decay_weights=v["decay_weights"],
+        state_init=v["init"],
         state_init_events=v["init_events"], dead_code_steps=v["dead_code_steps"],
         ema_decay=v["ema_decay"] or None, entropy_weight=v["entropy_weight"], event_norm=v["event_norm"],
         event_gradient=v["event_gradient"], predictor_residual=v["predictor_residual"],

@@ -109,6 +109,9 @@ def run_job(job: TrainingJob) -> dict:
     snapshot_dir = resolve_path(job.params.train.checkpoint_dir) / "snapshots" / job.stage / job.variant
     resume = CheckpointManager(checkpoint_dir, rank, fingerprint=key).peek()
     tags = {"state_space_recipe": recipe} if (recipe := state_space_recipe(job)) else {}
+    two_stage = getattr(job.model.config, "two_stage", None)  # stage-one models only
+    if two_stage is not None:
+        tags["eric.form"] = "two-stage" if two_stage else "one-stage"
     tracker = start_run(
         job.params.corpus.name, stage=job.stage, variant=job.variant, params=tracked_params(job), tags=tags,
         run_id=(resume or {}).get("extra", {}).get("mlflow_run_id"),

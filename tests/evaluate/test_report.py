@@ -36,8 +36,10 @@ def test_table_rows_format_like_the_paper_with_truth():
 
 def test_analysis_rows():
     eric, bart = analysis_rows(inputs())
-    assert eric == ["ERIC", "96.6", "501/512", "17: 3.7", "70.0", "55.0", "2.5", "1.1"]
-    assert bart == ["BART", "–", "–", "–", "60.0", "–", "–", "–"]
+    assert eric == ["ERIC", "two-stage", "96.6", "501/512", "17: 3.7", "70.0", "55.0", "2.5", "1.1"]
+    assert bart == ["BART", "two-stage", "–", "–", "–", "60.0", "–", "–", "–"]  # no `form`: written before it existed
+    one_stage = ReportInputs({"bart": {**BART, "form": "one-stage"}}, None, [], {}, [])
+    assert analysis_rows(one_stage)[0][:2] == ["BART", "one-stage"]
 
 
 def test_report_files(tmp_path):

@@ -17,12 +17,16 @@ def test_sample_from_a_model_folder_with_mentions(tiny_project, tmp_path):
     result = run(tiny_project / "models" / "stage_one" / "eric", "--inputs",
                  tiny_project / "data" / "stage_one" / "test.parquet", "--mentions", tiny_project / "models" / "mentions",
                  "--names", tiny_project / "data" / "stage_one" / "train.parquet", "--out", out, "--num-inputs", 2,
-                 "--max-length", 16, "--seed", 3, "--show", 1, "--params", tiny_project / "params.yaml")
+                 "--max-length", 16, "--seed", 3, "--show", 1, "--decoding", "original",
+                 "--params", tiny_project / "params.yaml")
     assert result.exit_code == 0, result.output
     assert "stage one: <sent>" in result.output and f"2 stories -> {out}" in result.output
     rows = read_samples(out)
     assert len(rows) == 2 and all(r["reference"] for r in rows)
     assert read_metadata(out)["options"]["seed"] == 3
+    assert read_metadata(out)["options"]["decoding"] == "original"
+    assert read_metadata(out)["stage_one_decoding"] == {  # ERIC's original decoding is the shared one
+        "do_sample": True, "temperature": 1.0, "top_k": 0, "top_p": 0.9, "penalty_alpha": None}
 
 
 def test_plain_inputs_without_params_or_mention_model(tiny_project, tmp_path):
@@ -45,3 +49,6 @@ def test_bad_model_folder_or_option_is_one_line(tiny_project, tmp_path):
     result = run(tiny_project / "models" / "stage_one" / "eric", "-i", tiny_project / "data" / "stage_one" / "test.parquet",
                  "--top-p", 1.5, "--params", tmp_path / "x.yaml")
     assert result.exit_code == 2 and "sample.top_p" in result.output
+    result = run(tiny_project / "models" / "stage_one" / "eric", "-i", tiny_project / "data" / "stage_one" / "test.parquet",
+                 "--decoding", "beam", "--params", tmp_path / "x.yaml")
+    assert result.exit_code == 2 and "sample.decoding" in result.output

@@ -148,3 +148,65 @@ def test_plain_text_inputs_have_no_reference(tmp_path):
     path = tmp_path / "in.txt"
     path.write_text("First input.\n\nSecond input.\n")
     assert read_inputs(path) == [StoryInput("0", "First input."), StoryInput("2", "Second input.")]
+
+
+class _MustNotRun:
+    """A mention model that fails the test if a one-stage story asks it for names."""
+
+    device = "cpu"
+
+    def generate(self, *args, **kwargs):
+        raise AssertionError("a one-stage model's stories went to the mention model")
+
+
+def test_a_one_stage_model_writes_the_story_itself_and_skips_stage_two(tiny_project, inputs):
+    model, tokenizer = load_stage_one(tiny_project / "models" / "stage_one" / "bart", variant="bart")
+    assert model.config.two_stage is False  # BART is one-stage by default, as in the paper
+    rows = sample_stories(inputs[:3], model, tokenizer, OPTIONS, _MustNotRun(), tokenizer, NamePool(["Zed"], 0))
+    assert all(r["mentions_text"] == "" and r["mentions"] == [] for r in rows)
+    assert all(r["final_text"] for r in rows)
+
+
+# -- sample.decoding: shared | original --
+
+
+def test_original_decoding_changes_simctg_and_hint_and_leaves_eric_unchanged():
+    from eric.generate.sampler import stage_one_decoding
+    from tests.model.conftest import tiny_model
+    from tests.model.test_hint import tiny_hint
+    from tests.model.test_simctg import tiny_simctg
+
+    original = SamplingOptions(decoding="original")
+    shared = stage_one_decoding(tiny_model(), SamplingOptions())
+    assert shared == {"do_sample": True, "temperature": 1.0, "top_k": 0, "top_p": 0.9, "penalty_alpha": None}
+    assert stage_one_decoding(tiny_model(), original) == shared  # ERIC: the paper's top-p 0.9 either way
+    for model in (tiny_simctg(), tiny_hint()):
+        assert stage_one_decoding(model, SamplingOptions()) == shared  # the default: every system alike
+    assert stage_one_decoding(tiny_simctg(), original) == {
+        "do_sample": False, "temperature": 1.0, "top_k": 5, "top_p": 1.0, "penalty_alpha": 0.6}
+    assert stage_one_decoding(tiny_hint(), original) == {**shared, "temperature": 0.7}
+    with pytest.raises(ValueError):
+        stage_one_decoding(tiny_model(), SamplingOptions(decoding="beam"))
+
+
+def test_original_decoding_samples_eric_as_shared_and_simctg_by_contrastive_search(tiny_project, inputs, models):
+    from eric.generate.sampler import _stage_one_sample
+    from eric.model.simctg import SimCTGConfig, SimCTGForConditionalGeneration
+
+    model, tokenizer = models[:2]
+    texts = [r.input for r in inputs[:3]]
+    original = SamplingOptions(**{**OPTIONS.as_dict(), "decoding": "original"}, progress=False)
+    assert sample_stage_one(model, tokenizer, texts, original) == sample_stage_one(model, tokenizer, texts, OPTIONS)
+
+    bart, _ = load_stage_one(tiny_project / "models" / "stage_one" / "bart", variant="bart")
+    fields = {k: v for k, v in bart.config.to_dict().items() if k in SimCTGConfig.__dataclass_fields__}
+    simctg = SimCTGForConditionalGeneration(SimCTGConfig(**fields)).eval()
+    simctg.load_state_dict(bart.state_dict())
+    contrastive = sample_stage_one(simctg, tokenizer, texts, original)
+    again = sample_stage_one(simctg, tokenizer, texts, SamplingOptions(**{**original.as_dict(), "seed": 6},
+                                                                        progress=False))
+    assert contrastive == again  # contrastive search is deterministic: the seed does not matter
+    enc = tokenizer(texts, padding=True, return_tensors="pt")
+    direct = simctg.generate(enc["input_ids"], enc["attention_mask"], max_new_tokens=OPTIONS.max_length,
+                             penalty_alpha=0.6, top_k=5)
+    assert contrastive == [_stage_one_sample(direct, row, tokenizer, simctg.config) for row in range(len(texts))]

@@ -1,5 +1,5 @@
-"""DiscoDVT: each loss by hand, the quantizer round trip, the variant's parameters, the phases,
-save/load, KV-cached sampling of codes and text, build from params."""
+"""DiscoDVT: each loss by hand, the quantizer round trip, the phases, KV-cached sampling of codes;
+the shared architecture suite (tests/model/architecture_suite.py)."""
 
 from __future__ import annotations
 
@@ -7,27 +7,24 @@ import math
 
 import pytest
 import torch
+from torch.nn import functional as F
+from transformers import BartConfig
 
-from eric.config import ModelParams
-from eric.data.discourse import MARKERS
-from eric.data.tokenizer import SpecialTokenIds
+from eric.data.discourse import DIRECTED_RELATIONS, MARKERS, directed_relation
 from eric.model.discodvt import (
     DiscoDVTConfig,
     DiscoDVTForConditionalGeneration,
     Quantizer,
     discourse_loss,
+    mean_code_entropy,
     prior_loss,
     prior_sequences,
     unit_means,
     vq_losses,
 )
-from eric.model.registry import architecture, architecture_of
-from eric.model.variants import build_config
 from eric.train.meters import loss_terms
-from tests.model.baselines import sample_with_and_without_cache
-from tests.model.conftest import BOS, ENTITIES, EOS, SENT, make_batch, tiny_config, tiny_model
-
-BART_SWITCHES = dict(use_state=False, use_entity=False, use_state_attention=False)
+from tests.model.architecture_suite import BART_SWITCHES, ArchitectureTests
+from tests.model.conftest import BOS, EOS, SENT, make_batch, tiny_config
 NEW_PARTS = ("code_posterior", "code_upsampler", "code_prior", "relation_head")
 
 
@@ -92,19 +89,89 @@ def test_unit_means_and_discourse_loss_by_hand():
     assert discourse_loss(logits, torch.tensor([[-100, -100]])) is None
 
 
+def test_mean_code_entropy_is_per_text_over_real_codes_by_hand():
+    # K = 2; text 1: one code (1, 0); text 2: one code (0, 1) and a padding code (1, 0);
+    # text 3: (1/2, 1/2) and (1, 0) -> mean (3/4, 1/4)
+    inf = float("inf")
+    logits = torch.tensor([[[0.0, -inf], [0.0, 0.0]], [[-inf, 0.0], [0.0, -inf]], [[0.0, 0.0], [0.0, -inf]]])
+    mask = torch.tensor([[True, False], [True, False], [True, True]])
+    h3 = -(0.75 * math.log(0.75) + 0.25 * math.log(0.25))
+    # per text: 0, 0, h3 (one batch-wide mean distribution would give log 2 for texts 1-2)
+    assert mean_code_entropy(logits, mask).item() == pytest.approx(h3 / 3)
+    assert mean_code_entropy(logits[:2], mask[:2]).item() == pytest.approx(0.0, abs=1e-6)
+    assert mean_code_entropy(logits, torch.zeros_like(mask)).item() == 0.0
+
+
+def test_the_entropy_term_is_minus_alpha_times_the_entropy_of_the_soft_assignments():
+    model, batch = tiny_dvt(entropy_weight=0.3), dvt_batch()
+    out = model(**batch)
+    post = model.posterior(batch["labels"])
+    distances = torch.cdist(post.latents.float(), model.code_posterior.quantizer.codebook.float()) ** 2
+    assert out.entropy_loss.item() == pytest.approx(-mean_code_entropy(-distances, post.mask).item(), rel=1e-4)
+    assert out.entropy_loss.item() < 0 and "entropy_loss" in loss_terms(out)
+    expected = (out.lm_loss + out.codebook_loss + 0.25 * out.commitment_loss + 0.1 * out.discourse_loss
+                + 0.3 * out.entropy_loss)
+    assert torch.allclose(out.loss, expected)
+    assert tiny_dvt(entropy_weight=0.0)(**batch).entropy_loss is None
+
+
+def test_gumbel_temperature_anneals_by_hand():
+    posterior = tiny_dvt(posterior="gumbel").code_posterior  # tau_0 0.9, min 0.1, rate 1e-4
+    for step, tau in ((0, 0.9), (10_000, 0.9 * math.exp(-1)), (30_000, 0.1)):  # 0.9 e^-3 = 0.045 < 0.1
+        posterior.step.fill_(step)
+        assert posterior.temperature() == pytest.approx(tau)
+
+
+def test_gumbel_posterior_reads_a_soft_mixture_of_codes_in_training_and_the_argmax_code_in_eval():
+    model, batch = tiny_dvt(posterior="gumbel", entropy_weight=0.2, discourse_weight=0.5), dvt_batch()
+    posterior = model.code_posterior
+    d, k = model.config.d_model, model.config.num_codes
+    with torch.no_grad():  # code k = the k-th basis vector: the decoder's input shows the weights
+        posterior.quantizer.codebook.copy_(torch.eye(k, d))
+    model.eval()
+    post = model.posterior(batch["labels"])
+    assert torch.equal(post.indices, torch.where(post.mask, post.logits.argmax(-1), -1))
+    assert torch.equal(post.straight_through[..., :k], F.one_hot(post.logits.argmax(-1), k).float())
+    assert int(posterior.step) == 0  # eval forwards do not anneal
+    model.train()
+    out = model(**batch)
+    assert int(posterior.step) == 1
+    post = model.posterior(batch["labels"])
+    weights = post.straight_through[..., :k]
+    assert torch.allclose(weights.sum(-1), torch.ones(weights.shape[:2])) and bool((weights > 0).all())
+    assert not torch.equal(weights, weights.round())  # relaxed (DiscoDVT's hard = False), not one-hot
+    assert out.codebook_loss is None and out.commitment_loss is None
+    assert torch.allclose(out.loss, out.lm_loss + 0.5 * out.discourse_loss + 0.2 * out.entropy_loss)
+    out.loss.backward()
+    assert posterior.to_logits.weight.grad.abs().sum() > 0 and posterior.quantizer.codebook.grad.abs().sum() > 0
+
+
+def test_directed_relations_are_discodvts_twenty_by_hand():
+    assert len(DIRECTED_RELATIONS) == 20 and DIRECTED_RELATIONS[0] == "none" and "then21" not in DIRECTED_RELATIONS
+    assert DIRECTED_RELATIONS[1:5] == ("after12", "after21", "also12", "also21")
+    assert directed_relation("He fell.", "Then he rose.") == "then12"
+    assert directed_relation("He fell", "because he slipped.") == "because12"
+    assert directed_relation("Because he slipped,", "he fell.") == "because21"
+    assert directed_relation("Because he slipped.", "He fell.") == "none"  # the marker's sentence ended
+    assert directed_relation("Then, in the end,", "he rose.") == "none"  # then21 is no class
+    assert directed_relation("He fell,", "but he rose.") == "none"  # "but" is not one of its markers
+    assert directed_relation("He fell.", "He rose.") == "none"
+
+
 def test_relation_labels_come_from_the_opening_markers_of_kept_units():
     labels = torch.tensor([[BOS, SENT, 30, SENT, 31, SENT, 32, EOS], [BOS, SENT, 30, SENT, 31, EOS, -100, -100]])
     rows = [{"target": "<sent> He came home. <sent> But she left. <sent> Then it rained."},
             {"target": "<sent> A storm. <sent> Nobody came. <sent> So it ended."}]  # row 2: unit 3 cut
     for kind, expected in (("marker", [[MARKERS.index("but"), MARKERS.index("then")], [-100, -100]]),
-                           ("class", [[2, 0], [-100, -100]])):  # comparison, temporal
+                           ("class", [[2, 0], [-100, -100]]),  # comparison, temporal
+                           ("directed", [[0, DIRECTED_RELATIONS.index("then12")], [0, -100]])):  # none supervised
         config = tiny_dvt(relation_labels=kind).config
         out = DiscoDVTForConditionalGeneration.batch_extras(config, None, rows, {"labels": labels})
         assert out["relation_labels"].tolist() == expected
 
 
 def test_loss_is_reconstruction_plus_vq_plus_discourse():
-    model, batch = tiny_dvt(commitment_weight=0.5, discourse_weight=2.0), dvt_batch()
+    model, batch = tiny_dvt(commitment_weight=0.5, discourse_weight=2.0, entropy_weight=0.0), dvt_batch()
     out = model(**batch)
     expected = out.lm_loss + out.codebook_loss + 0.5 * out.commitment_loss + 2.0 * out.discourse_loss
     assert torch.allclose(out.loss, expected)
@@ -158,49 +225,49 @@ def test_the_prior_phase_trains_only_the_prior_on_the_posteriors_codes():
     assert model.training_phases() == [("prior", 200)] and tiny_dvt(prior_steps=0).training_phases() == []
 
 
-def test_the_variant_adds_exactly_its_modules_to_bart():
-    names = {n for n, _ in tiny_dvt().named_parameters()}
-    bart = {n for n, _ in tiny_model(**BART_SWITCHES).named_parameters()}
-    assert bart < names
-    assert all(any(n.startswith(part) for part in NEW_PARTS) for n in names - bart)
-    assert {n.split(".")[0] for n in names - bart} == set(NEW_PARTS)
-
-
-def test_save_load_round_trip_through_the_registry(tmp_path):
-    model, batch = tiny_dvt(num_codes=12).eval(), dvt_batch()
-    model.save_pretrained(tmp_path)
-    cls = architecture_of(tmp_path)
-    assert cls is DiscoDVTForConditionalGeneration is architecture("discodvt")
-    loaded = cls.from_pretrained(tmp_path).eval()
-    assert loaded.config.num_codes == 12 and loaded.config.code_span == 4
-    a, b = model(**batch), loaded(**batch)
-    assert torch.equal(a.logits, b.logits) and torch.equal(a.loss, b.loss)
-    kwargs = dict(max_new_tokens=12, top_p=0.9)
-    x = model.generate(batch["input_ids"], batch["attention_mask"], generator=torch.Generator().manual_seed(0), **kwargs)
-    y = loaded.generate(batch["input_ids"], batch["attention_mask"], generator=torch.Generator().manual_seed(0), **kwargs)
-    assert torch.equal(x.codes, y.codes) and torch.equal(x.sequences, y.sequences)
-
-
-def test_sampling_codes_and_text_with_and_without_the_kv_cache_gives_the_same_tokens():
+def test_sampling_codes_with_and_without_the_kv_cache_gives_the_same_codes():
     model, batch = tiny_dvt().eval(), dvt_batch()
     encoded = model.encode(batch["input_ids"], batch["attention_mask"])
     codes = [model.sample_codes(encoded, batch["attention_mask"], max_codes=10, top_p=0.9, use_cache=cache,
                                 generator=torch.Generator().manual_seed(5)) for cache in (True, False)]
     assert torch.equal(*codes) and codes[0].shape[1] > 1
-    cached, full = sample_with_and_without_cache(model, batch, max_new_tokens=24, do_sample=True, top_p=0.9)
-    assert torch.equal(cached.codes, full.codes) and torch.equal(cached.sequences, full.sequences)
-    assert cached.units(0) == [] and cached.codes.shape[1] <= math.ceil(25 / 4)
+    out = model.generate(batch["input_ids"], batch["attention_mask"], max_new_tokens=24, do_sample=True, top_p=0.9,
+                         generator=torch.Generator().manual_seed(3))
+    assert out.units(0) == [] and out.codes.shape[1] <= math.ceil(25 / 4)  # a code per r = 4 tokens
 
 
-def test_variant_builds_from_params_with_its_options():
-    params = ModelParams(variants={"discodvt": {"kind": "discodvt", "options": {"num_codes": 64, "prior_steps": 5}}})
-    ids = SpecialTokenIds(bos=0, eos=2, pad=1, sent=SENT, entities=ENTITIES + list(range(11, 106)))
-    config = build_config(params, "discodvt", 200, ids)
-    assert isinstance(config, DiscoDVTConfig) and config.num_codes == 64 and config.prior_steps == 5
-    assert config.downsample_layers == 3 and config.relation_labels == "marker"
-    assert not (config.use_state or config.use_entity or config.use_state_attention)
-    with pytest.raises(ValueError, match="num_codes"):
-        build_config(ModelParams(variants={"d": {"kind": "discodvt", "options": {"num_codes": 1}}}), "d", 200, ids)
-    with pytest.raises(ValueError, match="relation_labels"):
-        build_config(ModelParams(variants={"d": {"kind": "discodvt", "options": {"relation_labels": "x"}}}),
-                     "d", 200, ids)
+def test_model_init_on_a_discodvt_output_loads_its_code_modules_the_warm_start(tmp_path):
+    first = tiny_dvt(posterior="gumbel")
+    with torch.no_grad():
+        first.code_posterior.quantizer.codebook.add_(1.0)
+        first.code_posterior.step.fill_(5)
+    first.save_pretrained(tmp_path)
+    bart_fields = set(BartConfig.__dataclass_fields__) - {"pad_token_id", "bos_token_id", "eos_token_id",
+                                                         "decoder_start_token_id", "forced_eos_token_id"}
+    options = {k: v for k, v in first.config.to_dict().items()
+               if k in DiscoDVTConfig.__dataclass_fields__ and k not in bart_fields}
+    second = DiscoDVTForConditionalGeneration.from_bart(tmp_path, **options)
+    before, after = first.state_dict(), second.state_dict()
+    assert before.keys() == after.keys()
+    assert all(torch.equal(before[k], after[k]) for k in before if k != "code_posterior.step"), \
+        [k for k in before if not torch.equal(before[k], after[k])]
+    assert int(second.code_posterior.step) == 0  # tau's anneal restarts, as a new run of the original
+    with pytest.raises(ValueError, match="code modules differ"):
+        DiscoDVTForConditionalGeneration.from_bart(tmp_path, **{**options, "posterior": "vq"})
+
+
+class TestDiscoDVTArchitecture(ArchitectureTests):
+    kind = "discodvt"
+    options = {"num_codes": 12, "prior_steps": 5}
+    option_defaults = {"downsample_layers": 3, "relation_labels": "directed", "discourse_weight": 0.1,
+                       "entropy_weight": 0.1, "posterior": "gumbel", "gumbel_temperature": 0.9}
+    invalid_options = ({"num_codes": 1}, {"relation_labels": "x"}, {"entropy_weight": -1}, {"posterior": "x"},
+                       {"gumbel_temperature": 0})
+    round_trip_overrides = ({}, {"posterior": "vq"})
+    added_parameters = tuple(f"{part}." for part in NEW_PARTS)
+
+    def tiny(self, seed: int = 0, **overrides):
+        return tiny_dvt(seed, **{"posterior": "gumbel", **overrides})
+
+    def batch(self):
+        return dvt_batch()

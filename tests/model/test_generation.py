@@ -135,3 +135,75 @@ def test_the_predictor_without_a_mask_equals_an_all_visible_mask():
     keys, values = predictor.memory(hidden)
     everything = torch.ones(3, 1, 7, dtype=torch.bool)
     assert torch.equal(predictor(query, keys, values, None), predictor(query, keys, values, everything))
+
+
+# -- contrastive search (SimCTG) --
+
+
+def test_contrastive_scores_match_a_hand_computation():
+    from eric.model.generation import contrastive_scores
+
+    probs = torch.tensor([[0.5, 0.3]])
+    candidates = torch.tensor([[[1.0, 0.0], [0.0, 2.0]]])  # h_v of the two candidates
+    context = torch.tensor([[[1.0, 1.0], [3.0, 0.0]]])  # h_j of the positions read so far
+    # candidate 0: max cos = max(1/sqrt2, 1) = 1; candidate 1: max(1/sqrt2, 0) = 1/sqrt2
+    expected = torch.tensor([[0.4 * 0.5 - 0.6 * 1.0, 0.4 * 0.3 - 0.6 * 2 ** -0.5]])
+    scores = contrastive_scores(probs, candidates, context, alpha=0.6)
+    assert torch.allclose(scores, expected)
+    assert scores.argmax().item() == 1  # the less likely but less repetitive candidate wins
+    assert contrastive_scores(probs, candidates, context, alpha=0.0).argmax().item() == 0  # alpha 0: p alone
+
+
+def _tiny_simctg():
+    from tests.model.test_simctg import tiny_simctg
+
+    model = tiny_simctg().eval()
+    with torch.no_grad():
+        model.final_logits_bias[0, SENT] = 0.2
+    return model
+
+
+@pytest.mark.parametrize("make", [_model, _tiny_simctg], ids=["eric", "simctg"])
+@pytest.mark.parametrize("use_cache", [True, False])
+def test_contrastive_search_with_alpha_zero_is_greedy_decoding(make, use_cache):
+    model, batch = make(), make_batch(rows=3)
+    kwargs = dict(max_new_tokens=30, no_repeat_ngram_size=2, use_cache=use_cache)
+    greedy = model.generate(batch["input_ids"], batch["attention_mask"], do_sample=False, **kwargs)
+    contrastive = model.generate(batch["input_ids"], batch["attention_mask"], penalty_alpha=0.0, top_k=4, **kwargs)
+    assert torch.equal(greedy.sequences, contrastive.sequences)
+
+
+@pytest.mark.parametrize("make", [_model, _tiny_simctg], ids=["eric", "simctg"])
+def test_contrastive_search_with_and_without_cache_is_identical_and_differs_from_greedy(make):
+    model, batch = make(), make_batch(rows=3)
+    kwargs = dict(max_new_tokens=30, penalty_alpha=0.6, top_k=5)
+    cached = model.generate(batch["input_ids"], batch["attention_mask"], **kwargs)
+    full = model.generate(batch["input_ids"], batch["attention_mask"], use_cache=False, **kwargs)
+    assert torch.equal(cached.sequences, full.sequences)
+    if cached.entity_ids is not None:
+        assert torch.equal(cached.entity_ids, full.entity_ids) and torch.equal(cached.state_ids, full.state_ids)
+    greedy = model.generate(batch["input_ids"], batch["attention_mask"], max_new_tokens=30, do_sample=False)
+    assert not torch.equal(cached.sequences, greedy.sequences)
+    again = model.generate(batch["input_ids"], batch["attention_mask"], **kwargs)  # deterministic
+    assert torch.equal(cached.sequences, again.sequences)
+
+
+def test_each_contrastive_step_picks_the_formulas_argmax():
+    """Replay the chosen tokens through the training forward and check every step by hand."""
+    from eric.model.generation import contrastive_scores
+
+    model, batch, alpha, k = _tiny_simctg(), make_batch(rows=2), 0.6, 4
+    out = model.generate(batch["input_ids"], batch["attention_mask"], max_new_tokens=12, penalty_alpha=alpha, top_k=k)
+    seq = out.sequences
+    encoder = model.encode(batch["input_ids"], batch["attention_mask"])
+    with torch.no_grad():
+        hidden = model.decode(seq, None, encoder, batch["attention_mask"])  # [B, L, d]
+        for t in range(2, seq.shape[1] - 1):  # the token at t + 1 was chosen after reading position t
+            live = (seq[:, 1 : t + 1] != EOS).all(1)
+            probs = torch.softmax(model.lm_logits(hidden[:, t]).float(), -1)
+            top, candidates = probs.topk(k, -1)
+            ahead = torch.stack([model.decode(torch.cat([seq[:, : t + 1], candidates[:, c : c + 1]], 1), None,
+                                              encoder, batch["attention_mask"])[:, -1] for c in range(k)], 1)
+            scores = contrastive_scores(top, ahead.float(), hidden[:, : t + 1].float(), alpha)
+            chosen = candidates.gather(1, scores.argmax(-1, keepdim=True))[:, 0]
+            assert torch.equal(chosen[live], seq[live, t + 1])

@@ -1,5 +1,5 @@
-"""HINT: both losses by hand, where r_n is read, the shuffled copy, the variant's parameters,
-save/load, sampling with and without the KV cache, building from params, first-phase heads."""
+"""HINT: both losses by hand, where r_n is read, the shuffled copy, first-phase heads; the shared
+architecture suite (tests/model/architecture_suite.py)."""
 
 from __future__ import annotations
 
@@ -11,15 +11,12 @@ import torch
 from eric.config import ModelParams
 from eric.data.tokenizer import build_tokenizer
 from eric.model.hint import (
-    IGNORE, HintConfig, HintForConditionalGeneration, closing_positions, order_loss, shuffle_units,
-    similarity_loss, similarity_targets,
+    IGNORE, HintConfig, HintForConditionalGeneration, closing_positions, order_loss, order_pairs, shuffle_units,
+    similarity_loss, similarity_scores, similarity_targets,
 )
-from eric.model.registry import architecture, architecture_of
 from eric.model.variants import build_model
-from tests.model.baselines import sample_with_and_without_cache
+from tests.model.architecture_suite import BART_SWITCHES, ArchitectureTests
 from tests.model.conftest import BOS, EOS, SENT, make_batch, tiny_config, tiny_model
-
-BART_SWITCHES = dict(use_state=False, use_entity=False, use_state_attention=False)
 
 
 def tiny_hint(seed: int = 0, **overrides) -> HintForConditionalGeneration:
@@ -45,28 +42,62 @@ def identity_targets(batch) -> list[dict]:
     return rows
 
 
-def test_similarity_loss_matches_a_hand_computation():
+def test_similarity_score_is_symmetric_and_reaches_negative_cosines():
+    """HINT (finetune.py:246): s_ij = -1 + 2 sigmoid(u_ij + u_ji)."""
     ln3 = math.log(3)
-    # one text of 3 units (the 3rd missing) and one of 2: sigmoid(0) = 0.5, sigmoid(ln 3) = 0.75
-    scores = torch.tensor([[[9.0, 0.0, 5.0], [ln3, 9.0, 5.0], [5.0, 5.0, 5.0]],
-                           [[9.0, ln3, 5.0], [0.0, 9.0, 5.0], [5.0, 5.0, 5.0]]])
-    targets = torch.tensor([[[1.0, 0.45, 0.0], [0.45, 1.0, 0.0], [0.0, 0.0, 1.0]],
-                            [[1.0, 0.8, IGNORE], [IGNORE, 1.0, IGNORE], [IGNORE, IGNORE, IGNORE]]])
+    u = torch.tensor([[[0.0, ln3], [-2 * ln3, 1.0]]])
+    s = similarity_scores(u)
+    # (0,1), (1,0): -1 + 2 sigmoid(-ln 3) = -1 + 2 * 0.25 = -0.5; (0,0): -1 + 2 * 0.5 = 0
+    torch.testing.assert_close(s, torch.tensor([[[0.0, -0.5], [-0.5, 2 * torch.sigmoid(torch.tensor(2.0)).item() - 1]]]))
+    assert torch.equal(s, s.transpose(-1, -2)) and s.min() < 0
+    # this project's first scorer: sigmoid(u_ij), in [0, 1], not symmetric
+    b = similarity_scores(u, "bilinear")
+    assert b[0, 0, 1].item() == pytest.approx(0.75) and b[0, 1, 0].item() == pytest.approx(0.1)
+    assert b.min() >= 0
+    with pytest.raises(ValueError, match="similarity_score"):
+        similarity_scores(u, "cosine")
+
+
+def test_similarity_loss_matches_a_hand_computation():
+    # one text of 3 units (the 3rd missing) and one of 2 whose (1,0) has no target
+    scores = torch.tensor([[[0.9, -0.5, 5.0], [-0.5, 1.0, 5.0], [5.0, 5.0, 5.0]],
+                           [[0.6, 0.75, 5.0], [0.75, 1.0, 5.0], [5.0, 5.0, 5.0]]])
+    targets = torch.tensor([[[1.0, -0.45, 0.0], [-0.45, 1.0, 0.0], [0.0, 0.0, 1.0]],
+                            [[1.0, 0.45, IGNORE], [IGNORE, 1.0, IGNORE], [IGNORE, IGNORE, IGNORE]]])
     exists = torch.tensor([[True, True, False], [True, True, False]])
-    # pairs: (0,1) |0.5-0.45| = 0.05 -> margin 0.1; (1,0) |0.75-0.45| = 0.3; (0,1) of text 2: 0.05 -> 0.1;
-    # its (1,0) has no target; diagonals and the missing unit are left out
-    assert similarity_loss(scores, targets, exists, margin=0.1).item() == pytest.approx((0.1 + 0.3 + 0.1) / 3)
-    assert similarity_loss(scores, targets, exists, margin=0.0).item() == pytest.approx((0.05 + 0.3 + 0.05) / 3)
+    # |s - t|: text 1 (0,0) 0.1, (0,1) 0.05, (1,0) 0.05, (1,1) 0; text 2 (0,0) 0.4, (0,1) 0.3, (1,1) 0
+    # HINT (finetune.py:252): max(|s - t| - 0.1, 0), mean over every pair, the diagonal too
+    assert similarity_loss(scores, targets, exists, margin=0.1).item() == pytest.approx((0.3 + 0.2) / 7)
+    assert similarity_loss(scores, targets, exists, margin=0.0).item() == pytest.approx(
+        (0.1 + 0.05 + 0.05 + 0.4 + 0.3) / 7)
+    # without the diagonal (this project's first choice): the pairs i != j only
+    assert similarity_loss(scores, targets, exists, margin=0.1, diagonal=False).item() == pytest.approx(0.2 / 3)
     assert similarity_loss(scores, targets, exists & False, margin=0.1).item() == 0.0
 
 
+def test_order_pairs_are_within_distance_two_and_positive_when_following_within_two():
+    """HINT (finetune.py:216-225): positions i < j <= i + 2; label 1 iff 0 < o_j - o_i <= 2."""
+    orders = torch.tensor([[2, 0, 1, 3, IGNORE]])
+    pairs, labels = order_pairs(orders, 2)
+    scored = {(i, j): int(labels[0, i, j]) for i, j in pairs[0].nonzero().tolist()}
+    # (1,3): 0 then 3 is in order but 3 units apart: label 0; the padded 5th unit has no pair
+    assert scored == {(0, 1): 0, (0, 2): 0, (1, 2): 1, (1, 3): 0, (2, 3): 1}
+    pairs, labels = order_pairs(orders, 1)
+    assert {(i, j): int(labels[0, i, j]) for i, j in pairs[0].nonzero().tolist()} == {(0, 1): 0, (1, 2): 1, (2, 3): 0}
+
+
 def test_order_loss_matches_a_hand_computation():
-    logits = torch.tensor([[0.0, math.log(3)], [math.log(3), 7.0]])
-    labels = torch.tensor([[1, 0], [1, IGNORE]])
-    # -ln 0.5, -ln(1 - 0.75) = ln 4, -ln 0.75
-    expected = (math.log(2) + math.log(4) + math.log(4 / 3)) / 3
-    assert order_loss(logits, labels).item() == pytest.approx(expected, abs=1e-6)
-    assert order_loss(logits, torch.full_like(labels, IGNORE)).item() == 0.0
+    ln3 = math.log(3)
+    logits = torch.zeros(2, 3, 3)
+    logits[0, 0, 1], logits[0, 0, 2], logits[0, 1, 2] = ln3, -ln3, 0.0  # p = 0.75, 0.25, 0.5
+    logits[1, 0, 1] = ln3
+    orders = torch.tensor([[1, 0, 2], [0, 1, IGNORE]])
+    # text 1: (0,1) 0 - 1 < 0: label 0 -> -ln 0.25; (0,2) 2 - 1 = 1: label 1 -> -ln 0.25; (1,2) 2 - 0 = 2: label 1
+    # -> -ln 0.5. Text 2: (0,1) label 1 -> -ln 0.75. The mean per text, then over the texts.
+    text1 = (math.log(4) + math.log(4) + math.log(2)) / 3
+    expected = (text1 + math.log(4 / 3)) / 2
+    assert order_loss(logits, orders).item() == pytest.approx(expected, abs=1e-6)
+    assert order_loss(logits, torch.full_like(orders, IGNORE)).item() == 0.0
 
 
 def test_unit_representation_has_read_its_whole_unit_and_nothing_after():
@@ -93,19 +124,18 @@ def test_unit_representation_has_read_its_whole_unit_and_nothing_after():
     assert not torch.allclose(after[1], base[1])
 
 
-def test_shuffled_copy_moves_whole_units_and_labels_each_adjacent_pair():
+def test_shuffled_copy_moves_whole_units_and_records_the_original_order():
     batch = make_batch(rows=3, units=(4, 5, 1))
     labels = batch["labels"]
-    shuffled, pairs = shuffle_units(labels, SENT, EOS, ratio=1.0, generator=torch.Generator().manual_seed(1))
+    shuffled, orders = shuffle_units(labels, SENT, EOS, ratio=1.0, generator=torch.Generator().manual_seed(1))
     for b in range(3):
         row, new = labels[b].tolist(), shuffled[b].tolist()
         units = _units(row)
         moved = _units(new)
         assert sorted(map(tuple, moved)) == sorted(map(tuple, units)) and new[-1:] == row[-1:]
         order = [units.index(u) for u in moved]
-        expected = [int(a < c) for a, c in zip(order, order[1:])]
-        assert pairs[b, :len(expected)].tolist() == expected
-        assert (pairs[b, len(expected):] == IGNORE).all()
+        assert orders[b, :len(order)].tolist() == order
+        assert (orders[b, len(order):] == IGNORE).all()
         if len(units) > 1:
             assert order != sorted(order)  # never the identity
     assert torch.equal(shuffled[2], labels[2])  # one unit: nothing to shuffle, no pair
@@ -135,11 +165,12 @@ def test_similarity_targets_are_cropped_to_the_units_the_collator_kept():
 
 def test_loss_is_lm_plus_the_weighted_terms_and_plain_bart_without_extras():
     batch = make_batch()
-    model = tiny_hint(similarity_weight=0.5, order_weight=0.25)
+    model = tiny_hint(similarity_weight=0.5, order_weight=0.25, order_normal_weight=0.125)
     out = model(**batch, **extras(model, batch, identity_targets(batch)))
-    assert out.similarity_loss > 0 and out.order_loss > 0
-    torch.testing.assert_close(out.loss, out.lm_loss + 0.5 * out.similarity_loss + 0.25 * out.order_loss)
-    assert {"similarity_loss", "order_loss", "lm_loss"} <= set(out.loss_terms())
+    assert out.similarity_loss > 0 and out.order_loss > 0 and out.order_normal_loss > 0
+    torch.testing.assert_close(out.loss, out.lm_loss + 0.5 * out.similarity_loss + 0.25 * out.order_loss
+                               + 0.125 * out.order_normal_loss)
+    assert {"similarity_loss", "order_loss", "order_normal_loss", "lm_loss"} <= set(out.loss_terms())
     out.loss.backward()
     assert model.hint_similarity_head.proj.weight.grad.abs().sum() > 0
     assert model.hint_order_head.proj.weight.grad.abs().sum() > 0
@@ -149,54 +180,24 @@ def test_loss_is_lm_plus_the_weighted_terms_and_plain_bart_without_extras():
     a, b = plain(**batch), bart(**batch)
     assert a.similarity_loss is None and a.order_loss is None and torch.equal(a.loss, a.lm_loss)
     torch.testing.assert_close(a.logits, b.logits)
-    off = tiny_hint(similarity_weight=0, order_weight=0)
+    off = tiny_hint(similarity_weight=0, order_weight=0, order_normal_weight=0)
     assert extras(off, batch, identity_targets(batch)) == {}
+    normal_only = tiny_hint(similarity_weight=0, order_weight=0)
+    out = normal_only(**batch, **extras(normal_only, batch))
+    assert set(extras(normal_only, batch)) == {"hint_orders"} and out.order_loss is None
+    torch.testing.assert_close(out.loss, out.lm_loss + 0.01 * out.order_normal_loss)
 
 
-def test_the_variant_adds_exactly_the_two_heads_to_bart():
-    hint, bart = tiny_hint(), tiny_model(**BART_SWITCHES)
-    names = lambda m: {n for n, _ in m.named_parameters()}  # noqa: E731
-    added = names(hint) - names(bart)
-    assert names(bart) <= names(hint)
-    assert added == {f"hint_{h}_head.{p}" for h in ("similarity", "order") for p in ("proj.weight", "bias")}
-    assert all(any(part in n for part in HintForConditionalGeneration.new_modules) for n in added)
-
-
-def test_save_load_round_trip_through_the_registry(tmp_path):
-    batch = make_batch()
-    model = tiny_hint(shuffle_ratio=0.75).eval()
-    model.save_pretrained(tmp_path)
-    cls = architecture_of(tmp_path)
-    assert cls is HintForConditionalGeneration is architecture("hint")
-    loaded = cls.from_pretrained(tmp_path).eval()
-    assert loaded.config.shuffle_ratio == 0.75
-    a = model(**batch, **extras(model, batch, identity_targets(batch)))
-    b = loaded(**batch, **extras(loaded, batch, identity_targets(batch)))
-    assert torch.equal(a.logits, b.logits) and torch.equal(a.loss, b.loss)
-
-
-def test_sampling_with_and_without_the_kv_cache_gives_the_same_tokens():
-    cached, full = sample_with_and_without_cache(tiny_hint().eval(), make_batch(rows=2), max_new_tokens=20,
-                                                 do_sample=True, top_p=0.9)
-    assert torch.equal(cached.sequences, full.sequences)
+def test_defaults_are_hints_released_settings():
+    config = tiny_hint().config
+    assert (config.similarity_weight, config.similarity_margin, config.similarity_score, config.similarity_diagonal) \
+        == (0.1, 0.1, "symmetric", True)
+    assert (config.order_weight, config.order_normal_weight, config.order_max_distance) == (1.0, 0.01, 2)
 
 
 @pytest.fixture(scope="module")
 def tokenizer():
     return build_tokenizer(["<e0> meets <e1> at night.", "The town sleeps."] * 20, vocab_size=300, max_entities=100)
-
-
-def test_build_model_from_params_with_its_options(tokenizer):
-    params = ModelParams(size="tiny", variants={"hint": {"kind": "hint", "options": {"order_weight": 0.3}}})
-    model = build_model(params, "hint", tokenizer)
-    assert isinstance(model, HintForConditionalGeneration)
-    c = model.config
-    assert (c.order_weight, c.similarity_weight, c.similarity_margin, c.shuffle_ratio) == (0.3, 0.1, 0.1, 0.5)
-    assert not (c.use_state or c.use_entity or c.use_state_attention)
-    with pytest.raises(ValueError, match="shuffle_ratio"):
-        build_model(ModelParams(variants={"h": {"kind": "hint", "options": {"shuffle_ratio": 0}}}), "h", tokenizer)
-    with pytest.raises(ValueError, match="extra"):
-        build_model(ModelParams(variants={"h": {"kind": "hint", "options": {"lambda": 1}}}), "h", tokenizer)
 
 
 def test_a_first_phase_checkpoint_passes_its_heads_to_the_next_run(tmp_path, tokenizer):
@@ -215,3 +216,19 @@ def test_a_first_phase_checkpoint_passes_its_heads_to_the_next_run(tmp_path, tok
     build_model(params, "bart", tokenizer).save_pretrained(tmp_path / "bart")
     fresh = build_model(params.model_copy(update={"init": str(tmp_path / "bart")}), "hint", tokenizer)
     assert fresh.hint_order_head.bias.item() == 0.0
+
+
+class TestHintArchitecture(ArchitectureTests):
+    kind = "hint"
+    options = {"order_weight": 0.3}
+    option_defaults = {"similarity_weight": 0.1, "similarity_margin": 0.1, "similarity_score": "symmetric",
+                       "similarity_diagonal": True, "order_normal_weight": 0.01, "order_max_distance": 2,
+                       "shuffle_ratio": 0.5}
+    invalid_options = ({"shuffle_ratio": 0}, {"similarity_score": "cosine"}, {"order_max_distance": 0})
+    added_parameters = tuple(f"hint_{h}_head.{p}" for h in ("similarity", "order") for p in ("proj.weight", "bias"))
+
+    def tiny(self, seed: int = 0, **overrides):
+        return tiny_hint(seed, **overrides)
+
+    def extras(self, model, batch):
+        return extras(model, batch, identity_targets(batch))

@@ -1,5 +1,6 @@
-"""PlanAhead: the gated mixture and its NLL by hand, keyword extraction, the parameters it adds,
-save/load, sampling with the mixture (KV cache parity), building from params, the collator."""
+"""PlanAhead: the gated mixture and its NLL by hand, keyword extraction, the tied plan head, loading
+for sampling, sampling from the mixture, building from params with the collator; the shared
+architecture suite (tests/model/architecture_suite.py)."""
 
 from __future__ import annotations
 
@@ -13,15 +14,12 @@ from eric.data.collate import StageOneCollator
 from eric.data.tokenizer import special_token_ids, train_bpe
 from eric.generate.loading import load_stage_one
 from eric.model.plan_ahead import (
-    IGNORE, KeywordTargets, PlanAheadConfig, PlanAheadForConditionalGeneration, keyword_loss, mixture_log_probs,
-    mixture_nll,
+    IGNORE, KEYWORD_POS, KeywordTargets, PlanAheadConfig, PlanAheadForConditionalGeneration, keyword_loss, letter_pos,
+    mixture_log_probs, mixture_nll,
 )
-from eric.model.registry import architecture, architecture_of
 from eric.model.variants import build_model
-from tests.model.baselines import sample_with_and_without_cache
+from tests.model.architecture_suite import BART_SWITCHES, ArchitectureTests
 from tests.model.conftest import EOS, SENT, make_batch, tiny_config, tiny_model
-
-BART_SWITCHES = dict(use_state=False, use_entity=False, use_state_attention=False)
 CORPUS = [
     "<sent> The miller and the miller's son fish. <sent> <e0> sells the mill.",
     "<sent> The dragon burns the village. <sent> <e0> fights the dragon with <e1>.",
@@ -96,31 +94,66 @@ def test_without_keywords_the_loss_is_the_lm_loss_of_the_mixture():
 
 def test_keyword_extraction_on_a_tiny_corpus(tmp_path):
     tokenizer = train_bpe(CORPUS * 3, vocab_size=300, max_entities=5)
-    keywords = KeywordTargets.fit(tokenizer, CORPUS, num_keywords=2)
+    keywords = KeywordTargets.fit(tokenizer, CORPUS, num_keywords=2, keyword_pos="any")
     # the/and/with: stop words; idf = ln(4 / (1 + df)) + 1: <e0> (df 3) 1, village, mill, <e1> (df 2) 1.29,
     # the others (df 1) 1.69; score tf * idf, ties by first occurrence
     assert keywords.words(CORPUS[0]) == ["miller", "son"]  # miller: tf 2 (miller's); son before fish
     assert keywords.words(CORPUS[1]) == ["dragon", "burns"]
     assert keywords.words(CORPUS[2]) == ["storm", "hits"]
-    assert KeywordTargets.fit(tokenizer, CORPUS, 4).words(CORPUS[1]) == ["dragon", "burns", "fights", "village"]
+    assert KeywordTargets.fit(tokenizer, CORPUS, 4, "any").words(CORPUS[1]) == ["dragon", "burns", "fights", "village"]
     # the tokens covering every occurrence of the chosen words, nothing else
     ids = keywords.token_ids(CORPUS[1])
     # " burns" is "Ġ bu r ns" in this tiny BPE: the bare space token is no part of the word
     assert tokenizer.convert_ids_to_tokens(ids) == ["Ġdragon", "bu", "r", "ns"]
     assert all(t in tokenizer(CORPUS[1], add_special_tokens=False)["input_ids"] for t in ids)
-    placeholders = KeywordTargets.fit(tokenizer, CORPUS, 10).words(CORPUS[1])
-    assert "<e1>" in placeholders and "sent" not in placeholders and "the" not in placeholders
+    for mode in KEYWORD_POS:  # placeholders are candidates (they stand for names), <sent> is not a word
+        placeholders = KeywordTargets.fit(tokenizer, CORPUS, 10, mode).words(CORPUS[1])
+        assert "<e1>" in placeholders and "sent" not in placeholders and "the" not in placeholders
     batch = keywords.for_rows([{"id": "a", "target": CORPUS[1]}, {"id": "b", "target": "<sent> the and"}])
     assert batch[0].tolist()[: len(ids)] == ids and (batch[1] == IGNORE).all()
     assert keywords.cache["a"] == ids  # computed once per row id
 
 
-def test_variant_adds_exactly_the_plan_head_and_the_gate():
+POS_CORPUS = [
+    "<sent> The gloomy knight rides slowly to a gloomy castle. <sent> The castle is gloomy and <e0> waits.",
+    "<sent> The knight sleeps. <sent> <e0> waits.",
+    "<sent> A castle burns. <sent> <e0> waits.",
+]
+
+
+def test_noun_verb_keywords_are_the_nouns_and_verbs_in_tf_idf_order():
+    tokenizer = train_bpe(POS_CORPUS * 3, vocab_size=300, max_entities=5)
+    # idf = ln(4 / (1 + df)) + 1 over every candidate whatever its tag: df 1 (gloomy, rides, slowly) 1.693,
+    # df 2 (knight, castle) 1.288, df 3 (<e0>, waits) 1. POS_CORPUS[0]: gloomy 3 x 1.693 = 5.08 (an adjective
+    # each time), castle 2 x 1.288 = 2.58, rides 1.693 = slowly 1.693 (an adverb; rides first), knight 1.288,
+    # <e0> 1 = waits 1 (<e0> first)
+    target = POS_CORPUS[0]
+    every = ["gloomy", "castle", "rides", "slowly", "knight", "<e0>", "waits"]
+    assert KeywordTargets.fit(tokenizer, POS_CORPUS, 10, "any").words(target) == every
+    nouns_verbs = KeywordTargets.fit(tokenizer, POS_CORPUS, 10, "noun_verb")
+    assert nouns_verbs.words(target) == [w for w in every if w not in ("gloomy", "slowly")]  # same order
+    assert KeywordTargets.fit(tokenizer, POS_CORPUS, 4, "any").words(target) == ["gloomy", "castle", "rides", "slowly"]
+    top = KeywordTargets.fit(tokenizer, POS_CORPUS, 4)  # noun_verb: the default
+    assert top.keyword_pos == "noun_verb" and top.words(target) == ["castle", "rides", "knight", "<e0>"]
+    assert "Ġgloomy" not in tokenizer.convert_ids_to_tokens(top.token_ids(target))
+    # the tags: one tagger pass over the training targets in fit, the same as tagging a text alone
+    assert set(top.allowed) == set(POS_CORPUS)
+    assert letter_pos([target]) == letter_pos(POS_CORPUS)[:1]
+    assert letter_pos([target])[0][:5] == ["DET", "ADJ", "NOUN", "VERB", "ADV"]  # The gloomy knight rides slowly
+    # the tagger reads a placeholder as a name and no special token: "<e12>'s brother" is a name's brother
+    named = letter_pos(["<sent> <e12>'s brother opened the door.", "Ann's brother opened the door."])
+    assert named[0] == named[1][1:] == ["PART", "NOUN", "VERB", "DET", "NOUN"]
+    # a row's ids are cached by row id, then its tags are let go; a target not seen in fit is tagged when met
+    unseen = "<sent> The gloomy dragon sleeps."
+    batch = top.for_rows([{"id": "a", "target": target}, {"id": "b", "target": unseen}])
+    assert top.cache == {"a": top.token_ids(target), "b": top.token_ids(unseen)}
+    assert batch[0].tolist()[: len(top.cache["a"])] == top.cache["a"] and top.words(unseen) == ["dragon", "sleeps"]
+    with pytest.raises(ValueError, match="keyword_pos"):
+        KeywordTargets.fit(tokenizer, POS_CORPUS, 4, "adjectives")
+
+
+def test_tying_the_plan_head_drops_its_output_matrix_and_the_added_count_is_by_hand():
     bart, plan = tiny_model(**BART_SWITCHES), tiny_plan_ahead()
-    assert _names(plan) - _names(bart) == {
-        "plan_head.dense.weight", "plan_head.dense.bias", "plan_head.out.weight", "plan_head.bias",
-        "plan_gate.weight", "plan_gate.bias"}
-    assert _names(bart) <= _names(plan)
     tied = tiny_plan_ahead(tie_plan_head=True)
     assert _names(plan) - _names(tied) == {"plan_head.out.weight"}
     d, v = plan.config.d_model, plan.config.vocab_size
@@ -128,14 +161,13 @@ def test_variant_adds_exactly_the_plan_head_and_the_gate():
     assert extra == d * d + d + d * v + v + d + 1
 
 
-def test_save_load_round_trip_through_load_stage_one(tmp_path):
+def test_load_stage_one_gives_back_the_saved_plan_ahead_model(tmp_path):
     tokenizer = train_bpe(CORPUS * 3, vocab_size=300, max_entities=5)
     model = tiny_plan_ahead(num_keywords=7, vocab_size=len(tokenizer)).eval()
     with torch.no_grad():
         model.plan_head.bias.normal_()
     model.save_pretrained(tmp_path)
     tokenizer.save_pretrained(tmp_path)
-    assert architecture_of(tmp_path) is PlanAheadForConditionalGeneration is architecture("plan_ahead")
     loaded, _ = load_stage_one(tmp_path)
     assert isinstance(loaded, PlanAheadForConditionalGeneration) and loaded.config.num_keywords == 7
     batch = make_batch()
@@ -150,13 +182,6 @@ def _gated_model(gate_bias: float) -> PlanAheadForConditionalGeneration:
         model.final_logits_bias[0, SENT] = 0.2
         model.plan_gate.bias.fill_(gate_bias)
     return model
-
-
-def test_sampling_with_and_without_the_kv_cache_gives_the_same_tokens():
-    model, batch = _gated_model(0.0), make_batch(rows=2)
-    for kwargs in (dict(do_sample=True, top_p=0.9), dict(do_sample=False)):
-        runs = sample_with_and_without_cache(model, batch, max_new_tokens=20, **kwargs)
-        assert torch.equal(runs[0].sequences, runs[1].sequences)
 
 
 def test_generation_samples_from_the_mixture_at_every_step():
@@ -195,8 +220,24 @@ def test_builds_from_params_and_trains_on_collated_batches():
     assert batch["keyword_ids"].shape[0] == 3 and (batch["keyword_ids"][:, 0] >= 0).all()
     out = model(**batch)
     assert out.plan_loss is not None and torch.isfinite(out.loss)
-    with pytest.raises(ValueError, match="num_keywords"):
-        build_model(ModelParams(max_entities=5, variants={"p": {"kind": "plan_ahead", "options": {"num_keywords": 0}}}),
-                    "p", tokenizer)
     with pytest.raises(ValueError, match="IDF"):
         PlanAheadForConditionalGeneration.batch_extras(model.config, tokenizer, rows, batch)
+
+
+class TestPlanAheadArchitecture(ArchitectureTests):
+    kind = "plan_ahead"
+    options = {"num_keywords": 3, "tie_plan_head": True}
+    option_defaults = {"plan_weight": 1.0, "keyword_pos": "noun_verb"}
+    invalid_options = ({"num_keywords": 0}, {"keyword_pos": "adjectives"})
+    added_parameters = ("plan_head.dense.weight", "plan_head.dense.bias", "plan_head.out.weight", "plan_head.bias",
+                        "plan_gate.weight", "plan_gate.bias")
+    round_trip_overrides = ({}, {"tie_plan_head": False})
+
+    def tiny(self, seed: int = 0, **overrides):
+        return tiny_plan_ahead(seed, **overrides)
+
+    def extras(self, model, batch):
+        return {"keyword_ids": torch.tensor([[30, 31, IGNORE], [40, IGNORE, IGNORE], [50, 51, 52]])}
+
+    def sampling_model(self):
+        return _gated_model(0.0)

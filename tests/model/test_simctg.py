@@ -1,4 +1,5 @@
-"""SimCTG: the token-level contrastive loss by hand, the variant's parameters, save/load, sampling."""
+"""SimCTG: the token-level contrastive loss by hand; the shared architecture suite
+(tests/model/architecture_suite.py)."""
 
 from __future__ import annotations
 
@@ -7,15 +8,9 @@ import math
 import pytest
 import torch
 
-from eric.config import ModelParams
-from eric.data.tokenizer import SpecialTokenIds
-from eric.model.registry import architecture, architecture_of
 from eric.model.simctg import SimCTGConfig, SimCTGForConditionalGeneration, token_contrastive_loss
-from eric.model.variants import build_config
-from tests.model.baselines import sample_with_and_without_cache
-from tests.model.conftest import ENTITIES, SENT, make_batch, tiny_config, tiny_model
-
-BART_SWITCHES = dict(use_state=False, use_entity=False, use_state_attention=False)
+from tests.model.architecture_suite import BART_SWITCHES, ArchitectureTests
+from tests.model.conftest import make_batch, tiny_config
 
 
 def tiny_simctg(seed: int = 0, **overrides) -> SimCTGForConditionalGeneration:
@@ -38,10 +33,9 @@ def test_contrastive_loss_matches_a_hand_computation():
     assert token_contrastive_loss(hidden[2:], valid[2:], margin=0.5) is None
 
 
-def test_loss_is_lm_plus_the_weighted_contrastive_term_and_adds_no_parameters():
+def test_loss_is_lm_plus_the_weighted_contrastive_term():
     batch = make_batch()
-    simctg, bart = tiny_simctg(contrastive_weight=0.5), tiny_model(**BART_SWITCHES)
-    assert {n for n, _ in simctg.named_parameters()} == {n for n, _ in bart.named_parameters()}
+    simctg = tiny_simctg(contrastive_weight=0.5)
     out = simctg(**batch)
     expected_cl = token_contrastive_loss(out.decoder_last_hidden_state, batch["labels"] != -100, 0.5)
     assert torch.allclose(out.token_contrastive_loss, expected_cl)
@@ -53,38 +47,12 @@ def test_loss_is_lm_plus_the_weighted_contrastive_term_and_adds_no_parameters():
     assert simctg.model.decoder.layers[0].fc1.weight.grad.abs().sum() > 0
 
 
-def test_forward_without_labels_gives_logits_only():
-    batch = make_batch()
-    out = tiny_simctg()(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-                        decoder_input_ids=batch["labels"].clamp(min=1))
-    assert out.loss is None and out.token_contrastive_loss is None and out.logits is not None
+class TestSimCTGArchitecture(ArchitectureTests):
+    kind = "simctg"
+    options = {"margin": 0.25}
+    option_defaults = {"contrastive_weight": 1.0}
+    invalid_options = ({"margin": -1},)
+    added_parameters = ()  # a loss, no parameter
 
-
-def test_save_load_round_trip_through_the_registry(tmp_path):
-    model = tiny_simctg(margin=0.3).eval()
-    model.save_pretrained(tmp_path)
-    cls = architecture_of(tmp_path)
-    assert cls is SimCTGForConditionalGeneration is architecture("simctg")
-    loaded = cls.from_pretrained(tmp_path).eval()
-    assert loaded.config.margin == 0.3
-    batch = make_batch()
-    a, b = model(**batch), loaded(**batch)
-    assert torch.equal(a.logits, b.logits) and torch.equal(a.loss, b.loss)
-
-
-def test_sampling_with_and_without_the_kv_cache_gives_the_same_tokens():
-    cached, full = sample_with_and_without_cache(tiny_simctg().eval(), make_batch(rows=2), max_new_tokens=20,
-                                                 do_sample=True, top_p=0.9)
-    assert torch.equal(cached.sequences, full.sequences)
-
-
-def test_variant_builds_from_params_with_its_options():
-    params = ModelParams(variants={"simctg": {"kind": "simctg", "options": {"margin": 0.25}}})
-    ids = SpecialTokenIds(bos=0, eos=2, pad=1, sent=SENT, entities=ENTITIES + list(range(11, 106)))
-    config = build_config(params, "simctg", 200, ids)
-    assert isinstance(config, SimCTGConfig) and config.margin == 0.25 and config.contrastive_weight == 1.0
-    assert not (config.use_state or config.use_entity or config.use_state_attention)
-    with pytest.raises(ValueError, match="margin"):
-        build_config(ModelParams(variants={"s": {"kind": "simctg", "options": {"margin": -1}}}), "s", 200, ids)
-    with pytest.raises(ValueError, match="takes no options|options are for"):
-        ModelParams(variants={"e": {"options": {"margin": 0.5}}})
+    def tiny(self, seed: int = 0, **overrides):
+        return tiny_simctg(seed, **overrides)

@@ -79,6 +79,16 @@ def test_codebook_and_embeddings_are_not_weight_decayed_unless_asked():
     assert any("fc1" in n for n in names)  # the rest still decays
     legacy = decayed(tiny_model(decay_codebook_and_embeddings=True))
     assert "state_space.codebook" in legacy and "model.shared.weight" in legacy
+    assert decayed(tiny_model(decay_weights=False)) == set()  # the authors' optimizer: no decay at all
+
+
+def test_the_paper_recipe_decays_no_weight_and_the_measured_remedies_keep_their_decay():
+    from eric.config import RECIPES
+
+    assert StateSpaceParams(recipe="paper").resolved()["decay_weights"] is False
+    assert all(StateSpaceParams(recipe=r).resolved()["decay_weights"] is True for r in RECIPES if r != "paper")
+    assert StateSpaceParams(recipe="paper", decay_weights=True).resolved()["decay_weights"] is True  # an override
+    assert StateSpaceParams(recipe="auto").resolved("some/bart")["decay_weights"] is False  # auto from a checkpoint
 
 
 def test_hard_negatives_are_the_default_as_in_the_paper():

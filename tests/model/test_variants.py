@@ -1,4 +1,5 @@
-"""Ablation switches remove exactly their modules; variants build from params; +3% at bart-base."""
+"""Ablation switches remove exactly their modules; variants build from params; +3% at bart-base;
+ERIC and its plain-BART variant run the shared architecture suite (tests/model/architecture_suite.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from eric.config import ModelParams
 from eric.data.tokenizer import SpecialTokenIds
 from eric.model import EricForConditionalGeneration
 from eric.model.variants import build_config
+from tests.model.architecture_suite import BART_SWITCHES, ArchitectureTests
 from tests.model.conftest import ENTITIES, SENT, make_batch, tiny_config, tiny_model
 
 STATE_ATTENTION = ("model.decoder.layers.{}.state_attn.", "model.decoder.layers.{}.state_attn_layer_norm.")
@@ -128,3 +130,28 @@ def test_size_presets_set_the_bart_dimensions(size, d_model, layers):
     config = build_config(ModelParams(size=size, max_entities=5), "eric", vocab_size=64, ids=IDS)
     assert (config.d_model, config.encoder_layers, config.decoder_layers) == (d_model, layers, layers)
     assert config.encoder_ffn_dim == 4 * d_model
+
+
+class TestEricArchitecture(ArchitectureTests):
+    kind = "eric"
+    added_parameters = (*STATE, *ENTITY, *(p.format(i) for p in STATE_ATTENTION for i in range(2)))
+    round_trip_overrides = ({}, dict(use_state=False), dict(hard_negatives=True, first_unit_state=False))
+    unlabeled_losses = ("entity_loss",)  # the given p_n are the planner's targets too
+
+    def tiny(self, seed: int = 0, **overrides):
+        return tiny_model(seed, **overrides)
+
+    def unlabeled_inputs(self, batch):
+        """Each unit's p_n and, for a unit with an entity, its state s_n (generation samples both)."""
+        entity_ids = batch["entity_ids"]
+        return {"entity_ids": entity_ids, "state_ids": torch.where(entity_ids > 0, entity_ids % 16, -1)}
+
+
+class TestBartArchitecture(ArchitectureTests):
+    """The `bart` variant: ERIC's class with every switch off (exactly BART: see above)."""
+
+    kind = "eric"
+    variant = {"state_attention": False, "state": False, "entity": False}
+
+    def tiny(self, seed: int = 0, **overrides):
+        return tiny_model(seed, **{**BART_SWITCHES, **overrides})

@@ -127,7 +127,7 @@ def test_targets_stage_then_training_joins_them(workspace, monkeypatch):
     job = train_stage_one.prepare.fn(train_stage_one.read_params.fn(params, "hint"), "hint")
     assert all(len(r["hint_similarity"]) == r["hint_units"] ** 2 for r in job.train_set + job.val_set)
     batch = job.collate_fn(job.train_set[:2])  # the training collator, with the class's extras
-    assert {"hint_similarity", "hint_shuffled_labels", "hint_order_labels"} <= set(batch)
+    assert {"hint_similarity", "hint_shuffled_labels", "hint_shuffled_orders", "hint_orders"} <= set(batch)
     out = job.model(**batch)
     assert out.similarity_loss is not None and out.order_loss is not None
     assert out.loss_terms()["similarity_loss"] > 0

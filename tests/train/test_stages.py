@@ -114,6 +114,22 @@ def test_train_stage_one_bart_has_no_entity_terms(workspace):
     assert "entity_loss" not in curve[0] and "lm_loss" in curve[0]
 
 
+def test_bart_trains_on_real_names_in_one_stage_and_eric_on_placeholders(workspace):
+    """The paper's BART writes names itself; ERIC writes placeholders for its mention model."""
+    import train_stage_one
+
+    params = load_params(workspace / "params.yaml")
+    bart, eric = (train_stage_one.prepare.fn(params, v) for v in ("bart", "eric"))
+    assert not bart.model.config.two_stage and eric.model.config.two_stage
+    placeholders = set(bart.tokenizer.convert_tokens_to_ids([f"<e{i}>" for i in range(3)]))
+    for job, expect in ((bart, False), (eric, True)):
+        labels = job.collate_fn(list(job.train_set[:4]))["labels"]
+        assert bool(placeholders & set(labels.flatten().tolist())) is expect
+    row = bart.train_set[0]
+    assert "<e" not in row["target"] and any(name in row["target"] for name in NAMES)
+    assert row["target"].count("<sent>") == len(row["unit_entities"]) and not any(row["unit_entities"])
+
+
 def test_train_mentions(workspace):
     import train_mentions
     from transformers import AutoTokenizer, BartForConditionalGeneration
