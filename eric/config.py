@@ -172,6 +172,10 @@ class VariantParams(Section):
             data = {**data, "two_stage": data.get("kind", "eric") == "eric" and mechanisms}
         return data
 
+    @property
+    def form(self) -> str:
+        return form_label(self.two_stage)
+
     @model_validator(mode="after")
     def _check(self) -> "VariantParams":
         if self.state and not self.entity:
@@ -183,6 +187,11 @@ class VariantParams(Section):
         if self.entity and not self.two_stage:
             raise ValueError("a variant with entity needs two_stage (its planner predicts placeholders)")
         return self
+
+
+def form_label(two_stage: bool) -> str:
+    """How reports, metrics and MLflow name a variant's form."""
+    return "two-stage" if two_stage else "one-stage"
 
 
 def _off(**switches) -> VariantParams:

@@ -219,8 +219,7 @@ def run(variant: str, params_path: str = "params.yaml") -> dict:
     shutil.rmtree(analysis_dir(params, variant), ignore_errors=True)  # no stale analyses
     analysis_dir(params, variant).mkdir(parents=True)  # a DVC out even when no analysis applies
     v = params.model.variants[variant]
-    metrics = {"variant": variant, "form": "two-stage" if v.two_stage else "one-stage",
-               **score_samples(params, variant)}
+    metrics = {"variant": variant, "form": v.form, **score_samples(params, variant)}
     config_has_state = v.state
     has_codes = v.kind == "discodvt"  # a codebook of its own
     # the coherence test swaps placeholders: a one-stage model writes none (docs/evaluation.md)

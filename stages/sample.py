@@ -6,8 +6,9 @@ Stage one (models/stage_one/<variant>) samples each story with placeholders, pla
 an entity and a state at every sentence token; stage two (models/mentions) writes the
 mentions; the merge puts them in, falling back on the entity's last mention or on a
 training name (counted). A one-stage variant (`two_stage: false`: BART and the baselines,
-as in the paper) writes the names itself, and the mention model is not loaded. Output: outputs/samples/<variant>.parquet (eric/generate/schema.py),
-its metadata recording the options, models and seed. A Prefect flow (`stage-sample`).
+as in the paper) writes the names itself, and the mention model is not loaded. Output:
+outputs/samples/<variant>.parquet (eric/generate/schema.py), its metadata recording the
+options, models and seed. A Prefect flow (`stage-sample`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import time
 
 from _flow import run_stage, stage_flow, stage_task
 
-from eric.config import Params, ParamsError, load_variant_params, resolve_path
+from eric.config import Params, ParamsError, form_label, load_variant_params, resolve_path
 from eric.generate.errors import SampleError
 
 
@@ -46,24 +47,23 @@ def read_data(params: Params) -> tuple[list, list[str]]:
 def sample(params: Params, variant: str, inputs: list, names: list[str]) -> dict:
     import torch
 
-    from eric.generate.loading import load_mentions, load_stage_one
+    from eric.generate.loading import is_two_stage, load_for_sampling
     from eric.generate.merge import NamePool
-    from eric.generate.sampler import SamplingOptions, is_two_stage, sample_stories, stage_one_decoding
+    from eric.generate.sampler import SamplingOptions, sample_stories, stage_one_decoding
     from eric.generate.schema import fallback_summary, write_samples
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     model_dir = resolve_path(params.train.out_dir) / variant
     mentions_dir = resolve_path(params.mentions.out_dir)
-    model, tokenizer = load_stage_one(model_dir, device, variant)
-    two_stage = is_two_stage(model)  # a one-stage model (BART, the baselines) writes the names itself
-    mention_model, mention_tokenizer = load_mentions(mentions_dir, device) if two_stage else (None, None)
+    model, tokenizer, mention_model, mention_tokenizer = load_for_sampling(model_dir, mentions_dir, device, variant)
     options = SamplingOptions.from_params(params)
     started = time.perf_counter()
     rows = sample_stories(inputs, model, tokenizer, options, mention_model, mention_tokenizer,
                           NamePool(names, seed=options.seed))
     seconds = time.perf_counter() - started
     tokens = sum(r["stage_one_tokens"] for r in rows)
-    summary = {"variant": variant, "form": "two-stage" if two_stage else "one-stage", "stories": len(rows), "stage_one_tokens": tokens, "seconds": round(seconds, 1),
+    summary = {"variant": variant, "form": form_label(is_two_stage(model)), "stories": len(rows),
+               "stage_one_tokens": tokens, "seconds": round(seconds, 1),
                "tokens_per_s": round(tokens / seconds, 1) if seconds else None, **fallback_summary(rows)}
     path = resolve_path(params.sample.out_dir) / f"{variant}.parquet"
     write_samples(rows, path, {"variant": variant, "model_dir": str(model_dir), "mentions_dir": str(mentions_dir),

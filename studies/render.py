@@ -170,12 +170,19 @@ def benchmarks() -> str:
     return text_table(["benchmark", "figures", "host", "commit"], rows)
 
 
-def gpu_check() -> str:
-    folder = PROJECT_ROOT / "studies" / "benchmarks" / "outputs" / "gpu"
-    parts = []
-    for path in sorted(folder.glob("gpu_check_*.json")):
+GPU_OUTPUTS = PROJECT_ROOT / "studies" / "benchmarks" / "outputs" / "gpu"
+
+
+def _gpu_records(prefix: str):
+    """(path, record, meta) of every committed `<prefix>_*.json` of the device runs, by name."""
+    for path in sorted(GPU_OUTPUTS.glob(f"{prefix}_*.json")):
         record = json.loads(path.read_text())
-        meta = record.get("meta") or {}
+        yield path, record, record.get("meta") or {}
+
+
+def gpu_check() -> str:
+    parts = []
+    for path, record, meta in _gpu_records("gpu_check"):
         about = ", ".join(f"{k} {meta[k]}" for k in ("device", "size", "batch", "src", "tgt", "bf16", "torch") if k in meta)
         parts += [f"**`{path.name}`** (code: {path.stem.rsplit('_', 1)[-1]}; {about})", "", _gpu_table(record), ""]
     return "\n".join(parts) if parts else "_No GPU check has been run._\n"
@@ -183,31 +190,31 @@ def gpu_check() -> str:
 
 def gpu_train() -> str:
     """benchmarks/gpu_train.py's runs: one row per file, model and mode."""
-    folder = PROJECT_ROOT / "studies" / "benchmarks" / "outputs" / "gpu"
-    rows = []
-    for path in sorted(folder.glob("gpu_train_*.json")):
-        record = json.loads(path.read_text())
-        meta = record.get("meta") or {}
-        cudnn = "" if meta.get("device") == "cpu" else \
-            f", cuDNN attention {'on' if meta.get('cudnn_attention', True) else 'off'}"
-        setup = (f"{meta.get('device', '?')}, {meta.get('micro_tokens', '?')} x {meta.get('accum', '?')}, "
-                 f"pad to {meta.get('pad_multiple', 1)}{cudnn}")
-        results = record.get("results") or {}
-        for model, result in results.items():
-            for mode in meta.get("modes", []):
-                r = result.get(mode)
-                bart = (results.get("bart") or {}).get(mode) or {}
-                ratio = r.get("tokens_per_s") / bart["tokens_per_s"] if r and model == "eric" and bart else None
-                if r:
-                    rows.append([f"`{path.stem.removeprefix('gpu_train_')}`", setup, model, mode,
-                                 _num(r.get("tokens_per_s")), _num(ratio), _pct(r.get("padding")), _pct(r.get("mfu_count")),
-                                 _pct(r.get("mfu_6n")), _num(r.get("first_step_seconds")),
-                                 _num(r.get("ops_per_micro_step")), _num(r.get("syncs_per_micro_step")),
-                                 _num(r.get("graph_breaks"))])
+    rows = [row for path, record, meta in _gpu_records("gpu_train") for row in _gpu_train_rows(path, record, meta)]
     if not rows:
         return "_No run of gpu_train.py is committed._\n"
     return markdown_table(["run", "set-up", "model", "mode", "tokens/s", "ERIC/BART", "padding", "MFU (count)",
                            "MFU (6N)", "first step s", "ops / micro step", "syncs", "graph breaks"], rows) + "\n"
+
+
+def _gpu_train_rows(path: Path, record: dict, meta: dict) -> list[list[str]]:
+    cudnn = "" if meta.get("device") == "cpu" else \
+        f", cuDNN attention {'on' if meta.get('cudnn_attention', True) else 'off'}"
+    setup = (f"{meta.get('device', '?')}, {meta.get('micro_tokens', '?')} x {meta.get('accum', '?')}, "
+             f"pad to {meta.get('pad_multiple', 1)}{cudnn}")
+    results, rows = record.get("results") or {}, []
+    for model, result in results.items():
+        for mode in meta.get("modes", []):
+            r = result.get(mode)
+            if not r:
+                continue
+            bart = (results.get("bart") or {}).get(mode) or {}
+            ratio = r["tokens_per_s"] / bart["tokens_per_s"] if model == "eric" and bart else None
+            rows.append([f"`{path.stem.removeprefix('gpu_train_')}`", setup, model, mode, _num(r.get("tokens_per_s")),
+                         _num(ratio), _pct(r.get("padding")), _pct(r.get("mfu_count")), _pct(r.get("mfu_6n")),
+                         _num(r.get("first_step_seconds")), _num(r.get("ops_per_micro_step")),
+                         _num(r.get("syncs_per_micro_step")), _num(r.get("graph_breaks"))])
+    return rows
 
 
 def _pct(value) -> str:

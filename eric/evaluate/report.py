@@ -15,6 +15,7 @@ import html
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from eric.config import form_label
 from eric.evaluate.case_study import CASE_STYLE, CaseView, case_html, case_markdown
 from eric.evaluate.coherence import plot_coherence
 from eric.evaluate.scoring import METRIC_NAMES, REFERENCE_FREE, format_value
@@ -89,7 +90,7 @@ def analysis_rows(inputs: ReportInputs) -> list[list[str]]:
         fallback = m.get("fallback") or {}
         rows.append([
             display_name(variant),
-            m.get("form", "two-stage"),  # evaluations before the setting were all two-stage
+            m.get("form", form_label(True)),  # evaluations before the setting were all two-stage
             _percent(m.get("mention_control")),
             _used(m),
             _top(top, m.get("top_code")),

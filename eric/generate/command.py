@@ -50,9 +50,9 @@ def sample_file(model_dir: Path, inputs: Path, out: Path, settings: Params, ment
     (checked first: check_out)."""
     from eric.data.outdir import output_lock
     from eric.generate.inputs import read_inputs
-    from eric.generate.loading import load_mentions, load_stage_one
+    from eric.generate.loading import load_for_sampling
     from eric.generate.merge import NamePool
-    from eric.generate.sampler import SamplingOptions, is_two_stage, sample_stories, stage_one_decoding
+    from eric.generate.sampler import SamplingOptions, sample_stories, stage_one_decoding
     from eric.generate.schema import fallback_summary, write_samples
     from eric.train.runtime import device_kind
 
@@ -60,13 +60,12 @@ def sample_file(model_dir: Path, inputs: Path, out: Path, settings: Params, ment
     with output_lock(out):  # a second `eric sample --out` of this file refuses
         check_out(out, inputs, overwrite)
         rows_in = read_inputs(inputs, settings.sample.num_inputs)
-        model, tokenizer = load_stage_one(model_dir, device)
-        wanted = mentions_dir and is_two_stage(model)  # a one-stage model writes the names itself
-        mention_model, mention_tokenizer = load_mentions(mentions_dir, device) if wanted else (None, None)
+        model, tokenizer, mention_model, mention_tokenizer = load_for_sampling(model_dir, mentions_dir, device)
         options = SamplingOptions.from_params(settings)
         pool = NamePool(training_names(names, settings), seed=options.seed)
         rows = sample_stories(rows_in, model, tokenizer, options, mention_model, mention_tokenizer, pool)
         write_samples(rows, out, {"model_dir": str(model_dir), "mentions_dir": str(mentions_dir or ""),
                                   "inputs": str(inputs), "options": options.as_dict(), "device": device,
-                                  "stage_one_decoding": stage_one_decoding(model, options), "summary": fallback_summary(rows)})
+                                  "stage_one_decoding": stage_one_decoding(model, options),
+                                  "summary": fallback_summary(rows)})
     return rows

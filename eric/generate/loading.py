@@ -2,6 +2,7 @@
 
     model, tokenizer = load_stage_one("models/stage_one/eric")   # ERIC or a baseline
     mentions, mention_tokenizer = load_mentions("models/mentions")  # BartForConditionalGeneration
+    model, tokenizer, mentions, mention_tokenizer = load_for_sampling(model_dir, mentions_dir)
 
 Both training stages save the tokenizer beside the weights, so each folder is complete.
 """
@@ -83,3 +84,19 @@ def load_mentions(model_dir: str | Path, device: str = "cpu"):
 
     return _load(Path(model_dir), "mention model", "dvc repro train_mentions",
                  lambda path: BartForConditionalGeneration, device, lambda model_type: model_type == "bart")
+
+
+def is_two_stage(model) -> bool:
+    """Whether `model` writes placeholders for a mention model (models saved before the
+    setting existed were all two-stage)."""
+    return getattr(model.config, "two_stage", True)
+
+
+def load_for_sampling(model_dir: str | Path, mentions_dir: str | Path | None, device: str = "cpu",
+                      variant: str | None = None):
+    """(stage-one model, tokenizer, mention model, its tokenizer) for `sample_stories`; the mention
+    model is loaded only for a two-stage model and a given folder (a one-stage model writes the
+    names itself), else (None, None)."""
+    model, tokenizer = load_stage_one(model_dir, device, variant)
+    wanted = mentions_dir is not None and is_two_stage(model)
+    return (model, tokenizer, *(load_mentions(mentions_dir, device) if wanted else (None, None)))

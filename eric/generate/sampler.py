@@ -24,6 +24,7 @@ import torch
 from tqdm.auto import tqdm
 
 from eric.generate.inputs import StoryInput
+from eric.generate.loading import is_two_stage
 from eric.generate.merge import PLACEHOLDER, NamePool, merge_mentions, parse_mentions
 
 if TYPE_CHECKING:
@@ -87,12 +88,6 @@ class StageOneSample:
     unit_entities: list[str | None]  # "<e3>" | "<none>" per unit; None: not planned (unit 1 in the code's setting)
     unit_states: list[int]  # state id per unit, -1 = none
     tokens: int  # tokens generated (up to and including </s>)
-
-
-def is_two_stage(model) -> bool:
-    """Whether `model` writes placeholders for a mention model (models saved before the
-    setting existed were all two-stage)."""
-    return getattr(model.config, "two_stage", True)
 
 
 def _batches(items: list, size: int, progress: bool, desc: str):
