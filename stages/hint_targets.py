@@ -3,7 +3,8 @@
     python stages/hint_targets.py <variant> [params.yaml]
 
 For a `kind: hint` variant: the cosine between all-MiniLM-L6-v2 embeddings of every pair
-of target units of every train/val stage-one row (HINT's SentenceBERT targets), written to
+of target units of every train/val stage-one row (HINT's SentenceBERT targets; the units
+with their real names for a one-stage variant, as it writes them), written to
 <train.targets_dir>/hint/<variant>/{train,val}.parquet (outside preprocess's out-dir, which only preprocess writes) keyed by row id
 (eric/data/hint_targets.py); train_stage_one@<variant> joins them to its rows. For any
 other variant: a marker file only, unchanged when hint variants come and go (so adding a
@@ -80,7 +81,8 @@ def build(params: Params, variant: str) -> dict:
     target_dir = out_dir(params, variant)
     start = time.perf_counter()
     try:
-        rows = write_targets(resolve_path(params.preprocess.out_dir), target_dir, teacher())
+        rows = write_targets(resolve_path(params.preprocess.out_dir), target_dir, teacher(),
+                             real_names=not params.model.variants[variant].two_stage)
     except (OSError, ValueError) as exc:
         raise TargetsError(str(exc)) from None
     seconds = round(time.perf_counter() - start, 1)

@@ -6,8 +6,10 @@
 For every stage-one row of train and val: t_ij = cosine of the teacher's embeddings of
 target units i and j (the `units` column), all N x N of them, row-major, float32, keyed by
 the row's `id`. The teacher stands in for HINT's SentenceBERT: all-MiniLM-L6-v2 (offline,
-eric/evaluate/mauve_score.py), or any featurizer (texts -> [n, d] array) passed in. It
-reads `<ek>` placeholders as "Entity k", so units about the same entity share a name.
+eric/evaluate/mauve_score.py), or any featurizer (texts -> [n, d] array) passed in. The
+teacher reads what the model is trained to write: for a one-stage variant (HINT's own
+setting) the units with their recorded mentions put back (`real_units`); for a two-stage one
+the placeholder units, `<ek>` read as "Entity k", so units about one entity share a name.
 
 A variant that is not `kind: hint` gets only a marker file (MARKER): the stage is then
 near-instant, and its output does not change when a hint variant is added elsewhere.
@@ -22,12 +24,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from eric.data.anonymize import deanonymize
 from eric.data.outdir import Staging
 
 SPLITS = ("train", "val")
 MARKER = "NONE"
 SCHEMA = pa.schema([("id", pa.string()), ("hint_units", pa.int32()), ("hint_similarity", pa.list_(pa.float32()))])
 PLACEHOLDER = re.compile(r"<e(\d+)>")
+UNIT_BREAK = "\n"  # units are single lines (eric/data/clean.py), so a newline separates them
 
 
 class TargetsError(RuntimeError):
@@ -38,6 +42,15 @@ def teacher_text(unit: str) -> str:
     return " ".join(PLACEHOLDER.sub(lambda m: f"Entity {m.group(1)}", unit).split())
 
 
+def real_units(units: list[str], mentions: list[dict]) -> list[str]:
+    """The units with the story's mentions put back, in text order across units (as the one-stage
+    target is restored: eric/data/one_stage.py)."""
+    restored = deanonymize(UNIT_BREAK.join(units), mentions).split(UNIT_BREAK)
+    if len(restored) != len(units):  # a mention holding the separator would shift every unit after it
+        raise ValueError(f"restoring names changed the number of units ({len(units)} -> {len(restored)})")
+    return restored
+
+
 def cosine_matrix(features: np.ndarray) -> np.ndarray:
     """[n, n] cosines of the rows of `features` (a zero row has cosine 0 with everything)."""
     features = np.asarray(features, dtype=np.float64)
@@ -46,8 +59,11 @@ def cosine_matrix(features: np.ndarray) -> np.ndarray:
     return unit @ unit.T
 
 
-def targets_table(rows: list[dict], featurizer) -> pa.Table:
-    """rows with `id` and `units` -> SCHEMA; the teacher sees every unit of every row in one call."""
+def targets_table(rows: list[dict], featurizer, real_names: bool = False) -> pa.Table:
+    """rows with `id` and `units` (and `mentions` for real_names) -> SCHEMA; the teacher sees
+    every unit of every row in one call."""
+    if real_names:
+        rows = [{**r, "units": real_units(r["units"], r.get("mentions") or [])} for r in rows]
     texts = [teacher_text(u) for r in rows for u in r["units"]]
     features = np.asarray(featurizer(texts)) if texts else np.zeros((0, 1))
     if len(features) != len(texts):
@@ -62,14 +78,17 @@ def targets_table(rows: list[dict], featurizer) -> pa.Table:
     return pa.table({"id": ids, "hint_units": sizes, "hint_similarity": matrices}, schema=SCHEMA)
 
 
-def write_targets(processed_dir: Path, out_dir: Path, featurizer, splits=SPLITS) -> dict[str, int]:
-    """Targets of each split's stage-one rows into out_dir/<split>.parquet (replacing out_dir)."""
+def write_targets(processed_dir: Path, out_dir: Path, featurizer, splits=SPLITS,
+                  real_names: bool = False) -> dict[str, int]:
+    """Targets of each split's stage-one rows into out_dir/<split>.parquet (replacing out_dir);
+    real_names: the teacher reads the units with their mentions put back (a one-stage variant)."""
+    columns = ["id", "units", "mentions"] if real_names else ["id", "units"]
     tables = {}
     for split in splits:
         source = processed_dir / "stage_one" / f"{split}.parquet"
         if not source.is_file():
             raise FileNotFoundError(f"{source}: no stage-one split here (run the preprocess stage first)")
-        tables[split] = targets_table(pq.read_table(source, columns=["id", "units"]).to_pylist(), featurizer)
+        tables[split] = targets_table(pq.read_table(source, columns=columns).to_pylist(), featurizer, real_names)
     with fresh_dir(out_dir) as tmp:
         for split, table in tables.items():
             pq.write_table(table, tmp / f"{split}.parquet")

@@ -14,9 +14,10 @@ import yaml
 
 from eric.config import DEFAULT_PARAMS
 from eric.data.schema import STAGE_ONE
-from eric.data.hint_targets import MARKER, TargetsError, cosine_matrix, join, targets_table, teacher_text
+from eric.data.hint_targets import (MARKER, TargetsError, cosine_matrix, join, real_units, targets_table,
+                                    teacher_text)
 from eric.train.errors import TrainError
-from tests.train.test_stages import story
+from tests.train.test_stages import NAMES, story
 
 VECTORS = {"Entity 0 runs.": [1.0, 0.0], "Entity 1 hides.": [0.0, 2.0], "They meet.": [3.0, 3.0]}
 
@@ -43,6 +44,19 @@ def test_cosines_by_hand_and_placeholders_read_as_names():
     assert table[1]["hint_units"] == 1 and table[1]["hint_similarity"] == pytest.approx([1.0])
     assert cosine_matrix(np.array([[0.0, 0.0], [1.0, 0.0]])).tolist() == [[0.0, 0.0], [0.0, 1.0]]
     assert teacher_text("<e12> met <e3>.") == "Entity 12 met Entity 3."
+
+
+def test_a_one_stage_teacher_reads_the_units_with_their_real_names():
+    mentions = [{"placeholder": "<e0>", "mention": "Ann"}, {"placeholder": "<e1>", "mention": "Bo"},
+                {"placeholder": "<e0>", "mention": "she"}, {"placeholder": "<e0>", "mention": "Ann Lee"}]
+    units = ["<e0> runs.", "<e1> hides from <e0>.", "They meet <e0>."]
+    assert real_units(units, mentions) == ["Ann runs.", "Bo hides from she.", "They meet Ann Lee."]  # text order
+    teacher = FakeTeacher()
+    table = targets_table([{"id": "a", "units": units, "mentions": mentions}], teacher, real_names=True).to_pylist()
+    assert teacher.calls == [["Ann runs.", "Bo hides from she.", "They meet Ann Lee."]]
+    assert table[0]["hint_units"] == 3
+    with pytest.raises(ValueError, match="number of units"):
+        real_units(["<e0> runs."], [{"placeholder": "<e0>", "mention": "Ann\nLee"}])
 
 
 def test_join_attaches_targets_by_id_and_refuses_gaps(tmp_path):
@@ -119,6 +133,8 @@ def test_targets_stage_then_training_joins_them(workspace, monkeypatch):
     monkeypatch.setattr(hint_targets, "teacher", lambda: teacher)
     result = hint_targets.run.fn("hint", params)
     assert result["rows"] == {"train": 8, "val": 4} and len(teacher.calls) == 2
+    seen = [t for call in teacher.calls for t in call]  # a one-stage hint variant: real names, as it writes
+    assert not any("Entity" in t or "<e" in t for t in seen) and any(n in seen[0] for n in NAMES)
     table = pq.read_table(workspace / "data/targets/hint/hint/train.parquet").to_pylist()
     units = pq.read_table(workspace / "data/stage_one/train.parquet", columns=["units"]).column("units").to_pylist()
     assert [r["hint_units"] for r in table] == [len(u) for u in units]
