@@ -25,7 +25,9 @@ from eric.config import ModelParams, VariantParams
 from eric.data.tokenizer import SpecialTokenIds
 from eric.model.registry import architecture, architecture_of
 from eric.model.variants import build_config
+from eric.train.meters import loss_terms
 from tests.model.baselines import sample_with_and_without_cache
+from tests.pins import check_pinned
 from tests.model.conftest import ENTITIES, SENT, make_batch, tiny_model
 
 BART_SWITCHES = dict(use_state=False, use_entity=False, use_state_attention=False)
@@ -149,6 +151,18 @@ class ArchitectureTests:
             assert cached.sequences.shape[1] > 3  # more than the forced </s> <s> <sent>
             _assert_same_outputs(cached, full)
 
+    def test_training_losses_and_samples_are_pinned(self):
+        """The training forward's loss terms and seeded samples, as recorded (tests/pins.py)."""
+        model, batch = self.tiny(), self.batch()
+        model.train()
+        torch.manual_seed(0)  # the training forward's own draws (dropout is 0; Gumbel noise, etc.)
+        terms = loss_terms(model(**batch, **self.extras(model, batch)))
+        sampler = self.sampling_model()
+        samples = {name: _int_fields(sampler.generate(batch["input_ids"], batch["attention_mask"], max_new_tokens=12,
+                                                      generator=torch.Generator().manual_seed(3), **kwargs))
+                   for name, kwargs in (("top_p", dict(do_sample=True, top_p=0.9)), ("greedy", dict(do_sample=False)))}
+        check_pinned(f"architecture/{type(self).__name__}", {"loss_terms": terms, "samples": samples})
+
     def test_it_adds_exactly_its_declared_modules_to_bart(self):
         model, bart = self.tiny(), tiny_model(**BART_SWITCHES)
         ours, theirs = _names(model), _names(bart)
@@ -173,6 +187,14 @@ class ArchitectureTests:
         assert {"loss", "lm_loss"} <= set(losses) and set(self.unlabeled_losses) <= set(losses)
         assert all(v is None for k, v in losses.items() if k not in self.unlabeled_losses), losses
         assert all(losses[k] is not None for k in self.unlabeled_losses), losses
+
+
+def _int_fields(output) -> dict[str, list[str]]:
+    """Every integer tensor of a generation output (tokens; ERIC's entities and states), one
+    space-separated line per row."""
+    rows = lambda t: [" ".join(map(str, r)) for r in t.reshape(t.shape[0], -1).tolist()]  # noqa: E731
+    return {f.name: rows(v) for f in dataclasses.fields(output)
+            if isinstance(v := getattr(output, f.name), torch.Tensor) and not v.is_floating_point()}
 
 
 def _names(model) -> set[str]:

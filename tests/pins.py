@@ -1,0 +1,61 @@
+"""Pinned behaviour: losses and sampled tokens recorded once, compared on every run.
+
+    check_pinned("architecture/eric", {"loss": 4.1, "tokens": [[0, 5, ...]]})
+
+The values live in tests/fixtures/pinned.json. A refactor must leave them alone (issue 26:
+"the same samples for fixed seeds and the same losses on the tiny preset before and after");
+a change meant to alter behaviour rewrites them on purpose and says so in its commit:
+
+    ERIC_WRITE_PINS=1 python -m pytest tests/model tests/train/test_pinned_training.py -k pinned
+
+Floats compare to a relative 2e-4 (other CPUs sum in other orders); integers, strings and
+token ids compare exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+
+PINS = Path(__file__).resolve().parent / "fixtures" / "pinned.json"
+WRITE = "ERIC_WRITE_PINS"
+REL, ABS = 2e-4, 1e-6
+
+
+def check_pinned(key: str, observed) -> None:
+    """Assert `observed` equals the pinned value of `key` (or record it under ERIC_WRITE_PINS=1)."""
+    observed = json.loads(json.dumps(observed))  # tuples -> lists, keys -> str: what the file holds
+    if os.environ.get(WRITE):
+        _record(key, observed)
+        return
+    pinned = json.loads(PINS.read_text()) if PINS.is_file() else {}
+    assert key in pinned, f"nothing pinned for {key!r} in {PINS}: record it with {WRITE}=1 (see tests/pins.py)"
+    mismatch = _difference(pinned[key], observed, key)
+    assert mismatch is None, f"pinned behaviour changed: {mismatch}"
+
+
+def _record(key: str, observed) -> None:
+    pinned = json.loads(PINS.read_text()) if PINS.is_file() else {}
+    pinned[key] = observed
+    PINS.write_text(json.dumps(dict(sorted(pinned.items())), indent=1) + "\n")
+
+
+def _difference(expected, observed, where: str) -> str | None:
+    """The first place where `observed` departs from `expected`, or None."""
+    if isinstance(expected, dict) and isinstance(observed, dict):
+        if expected.keys() != observed.keys():
+            return f"{where}: keys {sorted(expected)} != {sorted(observed)}"
+        return next((d for k in expected if (d := _difference(expected[k], observed[k], f"{where}.{k}"))), None)
+    if isinstance(expected, list) and isinstance(observed, list):
+        if len(expected) != len(observed):
+            return f"{where}: length {len(expected)} != {len(observed)}"
+        return next((d for i, (a, b) in enumerate(zip(expected, observed))
+                     if (d := _difference(a, b, f"{where}[{i}]"))), None)
+    if isinstance(expected, float) or isinstance(observed, float):
+        if isinstance(expected, (int, float)) and isinstance(observed, (int, float)) and \
+                math.isclose(expected, observed, rel_tol=REL, abs_tol=ABS):
+            return None
+        return f"{where}: {expected!r} != {observed!r}"
+    return None if expected == observed else f"{where}: {expected!r} != {observed!r}"
