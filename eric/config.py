@@ -308,9 +308,9 @@ class ModelParams(Section):
     variants: dict[str, VariantParams] = DEFAULT_VARIANTS
 
 
-class TrainParams(Section):
-    """Both training stages (eric/train): DeepSpeed engine, schedule, budget, checkpoints.
-    Field names match eric.train.loop.LoopSettings."""
+class LoopSettings(Section):
+    """The training loop's knobs (eric/train/loop.py), declared once: params.yaml's `train`
+    section is these plus where a stage reads and writes (TrainParams)."""
 
     deepspeed_config: str = "auto"  # auto: cpu.json; CUDA: gpu_bf16.json (1 rank) or gpu_bf16_zero2.json
     precision: Literal["auto", "fp32", "bf16"] = "auto"  # auto: bf16 where the hardware has it
@@ -320,27 +320,37 @@ class TrainParams(Section):
     weight_decay: float = Field(0.01, ge=0)
     warmup_steps: int = Field(0, ge=0)  # paper: none; linear decay to 0 either way
     max_grad_norm: float = Field(1.0, ge=0)
-    epochs: int = Field(2, ge=1)
+    epochs: int = Field(1, ge=1)  # paper: 20
     max_steps: int | None = Field(None, ge=1)  # set: the step budget, across epochs
-    max_train_examples: int | None = Field(None, ge=1)  # a head of the split (smoke runs)
-    max_val_examples: int | None = Field(None, ge=1)
     checkpoint_every: int = Field(100, ge=1)  # steps; also at each epoch end
     keep_checkpoints: int = Field(2, ge=1)
-    checkpoint_dir: str = "models/checkpoints"  # resumable DeepSpeed state (outside DVC outs)
     snapshot_every: int | None = Field(None, ge=1)  # steps: the model kept (HF format) for learning curves,
     # at <checkpoint_dir>/snapshots/<stage>/<variant>/step-<N>; a later run replaces them
+    log_every: int = Field(10, ge=1)
+    eval_every: int | None = Field(None, ge=1)  # validation also every N steps (besides epochs)
+    eval_at_start: bool = True  # validate before the first step too (the curves' step 0)
+    usage_window: int = Field(50, ge=1)  # steps over which distinct codebook states are counted
+    length_grouping: bool = True  # step batches of similar lengths (less padding)
+    compile: bool = False  # torch.compile the model's forward + backward (nn.Module.compile, in place)
+    compile_backend: str = "inductor"  # torch.compile backend; "aot_eager" traces without code generation
+    progress: bool = True
+
+
+class TrainParams(LoopSettings):
+    """Both training stages (eric/train): the loop's settings, the data budget, where outputs go."""
+
+    max_train_examples: int | None = Field(None, ge=1)  # a head of the split (smoke runs)
+    max_val_examples: int | None = Field(None, ge=1)
+    checkpoint_dir: str = "models/checkpoints"  # resumable DeepSpeed state (outside DVC outs)
     out_dir: str = "models/stage_one"  # <out_dir>/<variant>: HF model + tokenizer
     targets_dir: str = "data/targets"  # baselines' cached per-row targets, <dir>/<kind>/<variant> (HINT)
     metrics_dir: str = "metrics/train"  # <variant>.json, mentions.json
     plots_dir: str = "plots/train"  # <variant>.csv (train curve), <variant>_val.csv
-    log_every: int = Field(10, ge=1)
-    eval_every: int | None = Field(None, ge=1)  # validation also every N steps (besides epochs)
-    usage_window: int = Field(50, ge=1)  # steps over which distinct codebook states are counted
-    length_grouping: bool = True
-    compile: bool = False  # torch.compile the model's forward + backward (nn.Module.compile, in place)
-    compile_backend: str = "inductor"  # torch.compile backend; "aot_eager" traces without code generation
     mlflow: bool = True
-    progress: bool = True
+
+    def loop(self, **overrides) -> LoopSettings:
+        """The loop's settings of this section, with `overrides` (e.g. the mention writer's own)."""
+        return LoopSettings(**{**self.model_dump(include=set(LoopSettings.model_fields)), **overrides})
 
 
 class MentionsParams(Section):

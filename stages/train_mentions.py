@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from _flow import run_stage, stage_flow, stage_task
 
-from eric.config import Params, ParamsError, load_params, resolve_path
+from eric.config import LoopSettings, Params, ParamsError, load_params, resolve_path
 from eric.train.errors import TrainError
 from eric.train.job import TrainingJob, read_rows, run_job
-from eric.train.loop import LoopSettings
 
 COLUMNS = ["id", "source", "target"]
 OVERRIDES = ("epochs", "max_steps", "lr", "micro_batch_size")
@@ -29,7 +28,7 @@ def read_params(params_path: str) -> Params:
 def settings(params: Params) -> LoopSettings:
     """`train` settings with the non-null `mentions` overrides."""
     chosen = {k: getattr(params.mentions, k) for k in OVERRIDES if getattr(params.mentions, k) is not None}
-    return LoopSettings.from_params(params.train, **chosen)
+    return params.train.loop(**chosen)
 
 
 @stage_task

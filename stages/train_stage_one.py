@@ -20,7 +20,6 @@ from _flow import flow_call, quiet_user_errors, stage_flow, stage_task
 from eric.config import Params, ParamsError, load_variant_params, resolve_path
 from eric.train.errors import TrainError
 from eric.train.job import TrainingJob, check_split, read_rows, run_job
-from eric.train.loop import LoopSettings
 from eric.train.runtime import current_rank
 
 COLUMNS = ["id", "source", "target", "unit_entities"]
@@ -79,7 +78,7 @@ def prepare(params: Params, variant: str) -> TrainingJob:
     model_params = m.model_dump(exclude={"variants"}) | {"switches": m.variants[variant].model_dump()}
     return TrainingJob(
         stage="train_stage_one", variant=variant, params=params,
-        settings=LoopSettings.from_params(t), model=model, tokenizer=tokenizer,
+        settings=t.loop(), model=model, tokenizer=tokenizer,
         collate_fn=collator, train_set=train, val_set=val,
         train_lengths=lengths(tokenizer, train, m.max_source_length, m.max_target_length),
         val_lengths=lengths(tokenizer, val, m.max_source_length, m.max_target_length),

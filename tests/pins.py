@@ -9,7 +9,8 @@ a change meant to alter behaviour rewrites them on purpose and says so in its co
     ERIC_WRITE_PINS=1 python -m pytest tests/model tests/train/test_pinned_training.py -k pinned
 
 Floats compare to a relative 2e-4 (other CPUs sum in other orders); integers, strings and
-token ids compare exactly.
+token ids compare exactly. Pinned code runs on one torch thread (`one_thread`): a second
+thread sums in another order, which k-means and dead-code re-seeding amplify past that.
 """
 
 from __future__ import annotations
@@ -17,7 +18,10 @@ from __future__ import annotations
 import json
 import math
 import os
+from contextlib import contextmanager
 from pathlib import Path
+
+import torch
 
 PINS = Path(__file__).resolve().parent / "fixtures" / "pinned.json"
 WRITE = "ERIC_WRITE_PINS"
@@ -34,6 +38,17 @@ def check_pinned(key: str, observed) -> None:
     assert key in pinned, f"nothing pinned for {key!r} in {PINS}: record it with {WRITE}=1 (see tests/pins.py)"
     mismatch = _difference(pinned[key], observed, key)
     assert mismatch is None, f"pinned behaviour changed: {mismatch}"
+
+
+@contextmanager
+def one_thread():
+    """Torch on one thread while pinned code runs (the same sums on any machine's core count)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def _record(key: str, observed) -> None:

@@ -12,7 +12,7 @@ import csv
 import hashlib
 import json
 import shutil
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -86,7 +86,7 @@ def file_digest(paths: Sequence[Path]) -> str:
 
 
 def fingerprint(job: TrainingJob) -> str:
-    settings = {k: v for k, v in asdict(job.settings).items() if k not in COSMETIC}
+    settings = job.settings.model_dump(exclude=COSMETIC)
     spec = {"stage": job.stage, "variant": job.variant, "seed": job.params.seed,
             "settings": settings, "model": job.model_params, "inputs": file_digest(job.inputs),
             "examples": [len(job.train_set), len(job.val_set)]}
@@ -96,7 +96,7 @@ def fingerprint(job: TrainingJob) -> str:
 def tracked_params(job: TrainingJob) -> dict:
     return {"seed": job.params.seed, "variant": job.variant, "corpus": job.params.corpus.model_dump(),
             "model": job.model_params, "tokenizer": job.params.tokenizer.model_dump(),
-            "train": asdict(job.settings),
+            "train": job.settings.model_dump(),
             "parameters": sum(p.numel() for p in job.model.parameters())}
 
 

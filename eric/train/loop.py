@@ -22,6 +22,7 @@ import torch
 import torch.distributed as dist
 from tqdm.auto import tqdm
 
+from eric.config import LoopSettings
 from eric.train.checkpoint import (
     CheckpointManager,
     full_precision_state_dict,
@@ -42,39 +43,6 @@ from eric.train.meters import (
     target_tokens,
 )
 from eric.train.runtime import avoid_per_shape_attention_plans, prepare_environment
-
-
-@dataclass
-class LoopSettings:
-    """Engine knobs. `TrainParams` in params.yaml carries the same names."""
-
-    deepspeed_config: str = "auto"  # infra/deepspeed/cpu.json, gpu_bf16.json or gpu_bf16_zero2.json
-    precision: str = "auto"  # auto | fp32 | bf16
-    micro_batch_size: int = 8
-    grad_accum_steps: int = 1
-    lr: float = 5e-4
-    weight_decay: float = 0.01
-    warmup_steps: int = 0
-    max_grad_norm: float = 1.0
-    epochs: int = 1
-    max_steps: int | None = None  # set: overrides epochs (continues across epochs)
-    checkpoint_every: int = 100
-    keep_checkpoints: int = 2
-    snapshot_every: int | None = None  # steps: save_pretrained into snapshot_dir/step-<N>
-    log_every: int = 10
-    eval_every: int | None = None
-    eval_at_start: bool = True
-    usage_window: int = 50  # steps over which distinct codebook states are counted
-    length_grouping: bool = True
-    compile: bool = False  # torch.compile the model in place (state_dict names unchanged)
-    compile_backend: str = "inductor"
-    progress: bool = True
-
-    @classmethod
-    def from_params(cls, params, **overrides) -> "LoopSettings":
-        """Pick the fields of this class from any params object that has them."""
-        values = {f.name: getattr(params, f.name) for f in fields(cls) if hasattr(params, f.name)}
-        return cls(**{**values, **overrides})
 
 
 class Tracker(Protocol):

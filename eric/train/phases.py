@@ -19,7 +19,6 @@ bf16 the module holds rounded copies) and the phase's parameters at the phase en
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 from eric.train.checkpoint import full_precision_state_dict
@@ -52,7 +51,7 @@ def run_later_phases(job, main: Trainer, fingerprint: str, tracker) -> tuple[dic
     for name, steps in phases:
         job.model.set_training_phase(name)
         trainer = Trainer(
-            job.model, replace(job.settings, max_steps=steps), train_set=job.train_set,
+            job.model, job.settings.model_copy(update={"max_steps": steps}), train_set=job.train_set,
             collate_fn=job.collate_fn, val_set=job.val_set,
             checkpoint_dir=Path(main.checkpoints.root) / f"phase-{name}", seed=job.params.seed,
             fingerprint=f"{fingerprint}:{name}", train_lengths=job.train_lengths,

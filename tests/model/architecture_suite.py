@@ -27,7 +27,7 @@ from eric.model.registry import architecture, architecture_of
 from eric.model.variants import build_config
 from eric.train.meters import loss_terms
 from tests.model.baselines import sample_with_and_without_cache
-from tests.pins import check_pinned
+from tests.pins import check_pinned, one_thread
 from tests.model.conftest import ENTITIES, SENT, make_batch, tiny_model
 
 BART_SWITCHES = dict(use_state=False, use_entity=False, use_state_attention=False)
@@ -155,12 +155,14 @@ class ArchitectureTests:
         """The training forward's loss terms and seeded samples, as recorded (tests/pins.py)."""
         model, batch = self.tiny(), self.batch()
         model.train()
-        torch.manual_seed(0)  # the training forward's own draws (dropout is 0; Gumbel noise, etc.)
-        terms = loss_terms(model(**batch, **self.extras(model, batch)))
-        sampler = self.sampling_model()
-        samples = {name: _int_fields(sampler.generate(batch["input_ids"], batch["attention_mask"], max_new_tokens=12,
-                                                      generator=torch.Generator().manual_seed(3), **kwargs))
-                   for name, kwargs in (("top_p", dict(do_sample=True, top_p=0.9)), ("greedy", dict(do_sample=False)))}
+        with one_thread():
+            torch.manual_seed(0)  # the training forward's own draws (dropout is 0; Gumbel noise, etc.)
+            terms = loss_terms(model(**batch, **self.extras(model, batch)))
+            sampler = self.sampling_model()
+            samples = {name: _int_fields(sampler.generate(batch["input_ids"], batch["attention_mask"], max_new_tokens=12,
+                                                          generator=torch.Generator().manual_seed(3), **kwargs))
+                       for name, kwargs in (("top_p", dict(do_sample=True, top_p=0.9)),
+                                            ("greedy", dict(do_sample=False)))}
         check_pinned(f"architecture/{type(self).__name__}", {"loss_terms": terms, "samples": samples})
 
     def test_it_adds_exactly_its_declared_modules_to_bart(self):
