@@ -52,6 +52,7 @@ from bench_model import SENT, bart_config, eric_config, generate, synthetic_batc
 
 from eric.model import EricForConditionalGeneration  # noqa: E402
 from eric.train.engine import build_optimizer  # noqa: E402
+from eric.train.codebook import codebook_hooks  # noqa: E402
 from eric.train.loop import LoopSettings, Trainer  # noqa: E402
 from eric.train.runtime import device_kind  # noqa: E402
 
@@ -145,7 +146,8 @@ def deepspeed_loop(name: str, data: list[dict], args, folder: Path, config: str 
         marks.append(time.perf_counter())
 
     reset_peak()
-    trainer = Trainer(build(name, args.size, args.vocab), settings, train_set=data, collate_fn=collate,
+    model = build(name, args.size, args.vocab)
+    trainer = Trainer(model, settings, train_set=data, collate_fn=collate, hooks=codebook_hooks(model),
                       checkpoint_dir=folder / f"{name}-{Path(config).stem}-checkpoints", on_step_end=mark)
     synchronize()
     marks.append(time.perf_counter())

@@ -12,6 +12,10 @@ Every decision is made on rank 0 and broadcast, so all ranks hold the same codeb
 
 `CodebookProbe` measures, per optimizer step, the gradient that reaches the codebook
 (norm, rows with any) and how far the codes moved from their start (docs/state-space.md).
+
+`CodebookHook` puts both on the training loop's hooks (eric/train/loop.py `LoopHook`):
+
+    Trainer(model, settings, ..., hooks=codebook_hooks(model))
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 from torch.nn import functional as F
+from tqdm.auto import tqdm
 
 from eric.model.state_space import StateSpace, kmeans
 
@@ -183,3 +188,41 @@ class CodebookProbe:
         """Mean 1 - cos between each code now and at the start of training."""
         now = F.normalize(self.space.codebook.detach().float(), dim=-1)
         return float(1 - (now * self.start.to(now.device)).sum(-1).mean())
+
+
+class CodebookHook:
+    """The care and the probe of a model's state space, on the loop's hooks: k-means init at a
+    fresh start, dead codes re-seeded and the gradient measured after each step, the drift in
+    each logged row."""
+
+    def __init__(self, space: StateSpace, config):
+        self.space, self.config = space, config
+        self.care: CodebookCare | None = None
+        self.probe: CodebookProbe | None = None
+
+    def attach(self, trainer) -> None:
+        c = self.config
+        self.care = CodebookCare(trainer.engine, self.space, init=c.state_init, init_events=c.state_init_events,
+                                 dead_code_steps=c.dead_code_steps, seed=trainer.seed)
+        self.probe = CodebookProbe(self.space)
+
+    def on_start(self, trainer) -> None:
+        if self.care.init != "kmeans":
+            return
+        trainer.engine.train()
+        clustered = self.care.start(trainer.first_step_batches())
+        if trainer.rank.is_main:
+            tqdm.write(f"state space: k-means init from {clustered} event vectors")
+
+    def after_step(self, trainer) -> dict[str, float]:
+        return {**self.care.after_step(), **self.probe.pop()}
+
+    def log_columns(self, trainer) -> dict[str, float]:
+        return {"codebook_drift": round(self.probe.drift(), 6)}
+
+
+def codebook_hooks(model) -> list[CodebookHook]:
+    """The loop hooks a model needs: its codebook's, when it learns a state space (ERIC)."""
+    module = getattr(model, "module", model)  # a DeepSpeed engine or the model itself
+    space = getattr(module, "state_space", None)
+    return [] if space is None else [CodebookHook(space, module.config)]

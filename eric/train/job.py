@@ -23,6 +23,7 @@ import torch
 from eric.config import Params, resolve_path
 from eric.tracking import start_run
 from eric.train.checkpoint import CheckpointManager, save_pretrained_atomic
+from eric.train.codebook import codebook_hooks
 from eric.train.errors import TrainError
 from eric.train.loop import LoopSettings, Trainer, TrainResult
 from eric.train.phases import has_phases, merged_history, phase_metrics, run_later_phases
@@ -124,7 +125,7 @@ def run_job(job: TrainingJob) -> dict:
             job.model, job.settings, train_set=job.train_set, collate_fn=job.collate_fn,
             val_set=job.val_set, checkpoint_dir=checkpoint_dir, seed=job.params.seed,
             fingerprint=key, train_lengths=job.train_lengths, val_lengths=job.val_lengths,
-            tracker=tracker, snapshot_dir=snapshot_dir, tokenizer=job.tokenizer,
+            tracker=tracker, snapshot_dir=snapshot_dir, tokenizer=job.tokenizer, hooks=codebook_hooks(job.model),
         )
         if job.settings.snapshot_every and rank.is_main and resume is None:
             shutil.rmtree(snapshot_dir, ignore_errors=True)  # a fresh run's curve starts empty

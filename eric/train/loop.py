@@ -28,7 +28,6 @@ from eric.train.checkpoint import (
     full_precision_state_dict,
     save_pretrained_atomic,
 )
-from eric.train.codebook import CodebookCare, CodebookProbe
 from eric.train.data_order import DataOrder, eval_batches
 from eric.train.ds_config import build_ds_config
 from eric.train.engine import compile_in_place, initialize
@@ -47,6 +46,16 @@ from eric.train.runtime import avoid_per_shape_attention_plans, prepare_environm
 
 class Tracker(Protocol):
     def log_metrics(self, metrics: dict[str, float], step: int) -> None: ...
+
+
+class LoopHook(Protocol):
+    """A model's training-time care, called by the loop around its own work (ERIC's codebook:
+    eric/train/codebook.py `CodebookHook`). Each method may do nothing."""
+
+    def attach(self, trainer: "Trainer") -> None: ...  # once the engine exists
+    def on_start(self, trainer: "Trainer") -> None: ...  # a fresh run, before the first validation
+    def after_step(self, trainer: "Trainer") -> dict[str, float]: ...  # metrics averaged into the log
+    def log_columns(self, trainer: "Trainer") -> dict[str, float]: ...  # extra columns of a logged row
 
 
 @dataclass
@@ -126,6 +135,7 @@ class Trainer:
         val_lengths: Sequence[int] | None = None,
         tracker: Tracker | None = None,
         on_step_end: Callable[["Trainer"], None] | None = None,
+        hooks: Sequence[LoopHook] = (),
         snapshot_dir: str | Path | None = None,
         tokenizer=None,
     ):
@@ -172,18 +182,9 @@ class Trainer:
         self.throughput = Throughput()
         self.usage = StateUsageWindow(settings.usage_window)
         self._last_lr = settings.lr
-        self.codebook_care, self.codebook_probe = self._codebook_helpers()
-
-    def _codebook_helpers(self) -> tuple[CodebookCare | None, CodebookProbe | None]:
-        """For a model with a state space: its remedies (k-means init, dead codes) and probe."""
-        module = self.engine.module
-        space = getattr(module, "state_space", None)
-        if space is None:
-            return None, None
-        c = module.config
-        care = CodebookCare(self.engine, space, init=c.state_init, init_events=c.state_init_events,
-                            dead_code_steps=c.dead_code_steps, seed=self.seed)
-        return care, CodebookProbe(space)
+        self.hooks = list(hooks)
+        for hook in self.hooks:
+            hook.attach(self)
 
     # ---- public ----------------------------------------------------------------------
     @property
@@ -248,8 +249,8 @@ class Trainer:
             return
         self.state = TrainerState(extra=dict(extra_state))
         torch.manual_seed(self.seed + self.rank.rank)  # dropout stream per rank
-        if self.codebook_care is not None and self.codebook_care.init == "kmeans":
-            self._kmeans_init()
+        for hook in self.hooks:
+            hook.on_start(self)
         if self.settings.eval_at_start:
             self._validate()
 
@@ -269,30 +270,18 @@ class Trainer:
         tokens = int(_reduce({"tokens": tokens})["tokens"])  # all ranks' tokens
         self.state.train_seconds += self.throughput.stop(tokens)
         self.usage.end_step()
-        self._codebook_step()
+        for hook in self.hooks:
+            if metrics := hook.after_step(self):
+                self.losses.add(metrics)
         self.state.step += 1
         self.state.tokens += tokens
         self._last_lr = lr
 
-    def _kmeans_init(self) -> None:
-        """The codes start as k-means centroids of the first batches' event vectors."""
-        def first_batches():
-            for _, micro_batches in self.order.iter_steps(0, 0):
-                for indices in micro_batches:
-                    yield self._batch(self.train_set, indices)
-
-        self.engine.train()
-        clustered = self.codebook_care.start(first_batches())
-        if self.rank.is_main:
-            tqdm.write(f"state space: k-means init from {clustered} event vectors")
-
-    def _codebook_step(self) -> None:
-        """After an optimizer step: age / re-seed the codes, and measure the codebook."""
-        if self.codebook_care is None:
-            return
-        metrics = self.codebook_care.after_step()
-        metrics.update(self.codebook_probe.pop())
-        self.losses.add(metrics)
+    def first_step_batches(self):
+        """The micro batches of the first epoch's steps, in order (a hook's warm-up data)."""
+        for _, micro_batches in self.order.iter_steps(0, 0):
+            for indices in micro_batches:
+                yield self._batch(self.train_set, indices)
 
     def _after_step(self) -> None:
         step, s = self.state.step, self.settings
@@ -333,8 +322,8 @@ class Trainer:
         if self.usage.distinct() is not None:
             row["states_used"] = self.usage.distinct()
             row["usage_perplexity"] = round(self.usage.perplexity(), 2)
-        if self.codebook_probe is not None:
-            row["codebook_drift"] = round(self.codebook_probe.drift(), 6)
+        for hook in self.hooks:
+            row.update(hook.log_columns(self))
         self.state.history.append(row)
         self._track({f"train_{k}" if k in means else k: v for k, v in row.items()
                      if k not in ("step",)})

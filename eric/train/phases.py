@@ -22,6 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from eric.train.checkpoint import full_precision_state_dict
+from eric.train.codebook import codebook_hooks
 from eric.train.loop import Trainer, TrainResult
 
 
@@ -56,6 +57,7 @@ def run_later_phases(job, main: Trainer, fingerprint: str, tracker) -> tuple[dic
             checkpoint_dir=Path(main.checkpoints.root) / f"phase-{name}", seed=job.params.seed,
             fingerprint=f"{fingerprint}:{name}", train_lengths=job.train_lengths,
             val_lengths=job.val_lengths, tracker=PhaseTracker(tracker, name, offset),
+            hooks=codebook_hooks(job.model),
         )
         result = trainer.fit()
         trained = {n for n, p in trainer.engine.module.named_parameters() if p.requires_grad}

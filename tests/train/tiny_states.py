@@ -65,9 +65,10 @@ def check_step(trainer, log: list[dict]) -> None:
     space = trainer.engine.module.state_space
     book = space.codebook.detach().float()
     master = safe_get_full_fp32_param(space.codebook)
-    replaced = trainer.codebook_care.replaced_total
+    care = trainer.hooks[0].care
+    replaced = care.replaced_total
     moments = _moments(trainer.engine, space.codebook)
-    reseeded = trainer.codebook_care.last_replaced
+    reseeded = care.last_replaced
     zeroed = all(bool((values[torch.isin(rows, reseeded)] == 0).all()) for values, rows in moments)
     log.append({
         "step": trainer.state.step,
@@ -82,6 +83,7 @@ def check_step(trainer, log: list[dict]) -> None:
 
 
 def train(out: Path, ds_config: str, steps: int = 6, dead_code_steps: int = 1) -> list[dict]:
+    from eric.train.codebook import codebook_hooks
     from eric.train.loop import LoopSettings, Trainer
 
     model = tiny_model(seed=0, dead_code_steps=dead_code_steps, state_init="kmeans", state_init_events=32)
@@ -91,7 +93,7 @@ def train(out: Path, ds_config: str, steps: int = 6, dead_code_steps: int = 1) -
     log: list[dict] = []
     trainer = Trainer(model, settings, train_set=list(range(48)), collate_fn=collate,
                       checkpoint_dir=out / "ckpt", seed=3, fingerprint="states",
-                      on_step_end=lambda t: check_step(t, log))
+                      on_step_end=lambda t: check_step(t, log), hooks=codebook_hooks(model))
     trainer.fit()
     if trainer.rank.is_main:
         out.mkdir(parents=True, exist_ok=True)
