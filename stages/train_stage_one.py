@@ -39,7 +39,7 @@ def prepare(params: Params, variant: str) -> TrainingJob:
     from eric.data.one_stage import COLUMNS as ONE_STAGE_COLUMNS
     from eric.data.one_stage import one_stage_row
     from eric.data.tokenizer import load_tokenizer
-    from eric.model.variants import build_model
+    from eric.model.variants import build_model, resolve_variant
 
     m, t = params.model, params.train
     data = resolve_path(params.preprocess.out_dir) / "stage_one"
@@ -52,10 +52,11 @@ def prepare(params: Params, variant: str) -> TrainingJob:
         raise TrainError(str(exc)) from None
     torch.manual_seed(params.seed)
     try:
-        model = build_model(m, variant, tokenizer)
+        resolved = resolve_variant(m, variant)  # name, spec, class, options: once
+        model = build_model(m, resolved, tokenizer)
     except (FileNotFoundError, ValueError) as exc:
         raise TrainError(str(exc)) from None
-    architecture, two_stage = type(model), m.variants[variant].two_stage
+    architecture, two_stage = resolved.cls, resolved.two_stage
     columns = [*COLUMNS, *architecture.extra_columns, *(() if two_stage else ONE_STAGE_COLUMNS)]
     targets = resolve_path(t.targets_dir)  # baselines' cached targets (HINT)
 
@@ -75,7 +76,7 @@ def prepare(params: Params, variant: str) -> TrainingJob:
         # a baseline's own batch inputs (training-split statistics counted once, e.g. PlanAhead's IDF)
         extras=architecture.collator_extras(model.config, tokenizer, train),
     )
-    model_params = m.model_dump(exclude={"variants"}) | {"switches": m.variants[variant].model_dump()}
+    model_params = m.model_dump(exclude={"variants"}) | {"switches": resolved.spec.model_dump()}
     return TrainingJob(
         stage="train_stage_one", variant=variant, params=params,
         settings=t.loop(), model=model, tokenizer=tokenizer,

@@ -637,3 +637,6 @@ class DiscoDVTForConditionalGeneration(EricForConditionalGeneration):
 
 
 AutoConfig.register(DiscoDVTConfig.model_type, DiscoDVTConfig, exist_ok=True)
+
+
+ARCHITECTURE = DiscoDVTForConditionalGeneration  # what a `kind` naming this module builds (eric/model/registry.py)

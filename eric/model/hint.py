@@ -405,3 +405,6 @@ def saved_heads(model_dir: Path) -> dict[str, torch.Tensor]:
     for path in sorted(model_dir.glob("*.safetensors")):
         weights.update({k: v for k, v in load_file(path).items() if k.startswith("hint_")})
     return weights
+
+
+ARCHITECTURE = HintForConditionalGeneration  # what a `kind` naming this module builds (eric/model/registry.py)

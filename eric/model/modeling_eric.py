@@ -487,3 +487,6 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
         own = {"event_proj.weight", "event_proj.bias", "embed_tokens.weight"}
         own |= {k for k in self.sentence_encoder.state_dict() if k.startswith("event_norm.")}
         assert not unexpected and set(missing) <= own, (missing, unexpected)
+
+
+ARCHITECTURE = EricForConditionalGeneration  # what a `kind` naming this module builds (eric/model/registry.py)

@@ -422,3 +422,6 @@ class PlanAheadForConditionalGeneration(EricForConditionalGeneration):
 
 
 AutoConfig.register(PlanAheadConfig.model_type, PlanAheadConfig, exist_ok=True)
+
+
+ARCHITECTURE = PlanAheadForConditionalGeneration  # what a `kind` naming this module builds (eric/model/registry.py)

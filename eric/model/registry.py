@@ -1,7 +1,13 @@
-"""Stage-one architectures by name: ERIC and the baselines, one module each.
+"""Stage-one architectures by kind: ERIC and the baselines, one module each.
 
     cls = architecture("simctg")             # the class a `kind: simctg` variant builds
+    cls = architecture("my_pkg.my_baseline") # a baseline kept outside eric/model
     cls = architecture_of("models/stage_one/simctg")   # the class of a saved model (config.json)
+
+A kind names its module: `eric` is eric/model/modeling_eric.py, another plain name is
+eric/model/<kind>.py, a dotted name is that module itself. The module declares its class as
+`ARCHITECTURE`, and that class's config has model_type "eric_<kind>" (ERIC's: "eric"), so a
+saved model names its kind. Adding a baseline is its module plus a `model.variants` entry.
 
 Every architecture is an `EricForConditionalGeneration` subclass (BART with `<sent>`
 tokens and the same save/load/generate), so training, sampling and evaluation treat them
@@ -18,26 +24,44 @@ from __future__ import annotations
 
 import importlib
 import json
+import pkgutil
 from pathlib import Path
 
-from eric.config import ARCHITECTURES
+import eric.model
 
-# kind -> (module, class); imported on first use so a variant only loads its own code
-CLASSES = {
-    "eric": ("eric.model.modeling_eric", "EricForConditionalGeneration"),
-    "simctg": ("eric.model.simctg", "SimCTGForConditionalGeneration"),
-    "hint": ("eric.model.hint", "HintForConditionalGeneration"),
-    "plan_ahead": ("eric.model.plan_ahead", "PlanAheadForConditionalGeneration"),
-    "discodvt": ("eric.model.discodvt", "DiscoDVTForConditionalGeneration"),
-}
-assert set(CLASSES) == set(ARCHITECTURES)
+ERIC_MODULE = "eric.model.modeling_eric"
+
+
+def module_of(kind: str) -> str:
+    if kind == "eric":
+        return ERIC_MODULE
+    return kind if "." in kind else f"eric.model.{kind}"
 
 
 def architecture(kind: str):
-    if kind not in CLASSES:
-        raise ValueError(f"unknown architecture {kind!r}; known: {sorted(CLASSES)}")
-    module, name = CLASSES[kind]
-    return getattr(importlib.import_module(module), name)
+    """The class of `kind`; ValueError (one line) when no module declares one."""
+    name = module_of(kind)
+    try:
+        module = importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and name.startswith(exc.name):  # the kind's own module, not one it imports
+            raise ValueError(f"unknown architecture {kind!r}: no module {name} (known: {builtin_kinds()})") from None
+        raise
+    cls = getattr(module, "ARCHITECTURE", None)
+    if cls is None:
+        raise ValueError(f"unknown architecture {kind!r}: {name} declares no ARCHITECTURE")
+    return cls
+
+
+def builtin_kinds() -> list[str]:
+    """The kinds whose modules live in eric/model (found by their ARCHITECTURE line, no import)."""
+    folder = Path(eric.model.__path__[0])
+    kinds = ["eric"]
+    for info in pkgutil.iter_modules([str(folder)]):
+        text = (folder / f"{info.name}.py").read_text() if (folder / f"{info.name}.py").is_file() else ""
+        if info.name != "modeling_eric" and "\nARCHITECTURE = " in text:
+            kinds.append(info.name)
+    return sorted(kinds)
 
 
 def architecture_of(model_dir: str | Path):
@@ -45,6 +69,9 @@ def architecture_of(model_dir: str | Path):
     path = Path(model_dir) / "config.json"
     model_type = json.loads(path.read_text()).get("model_type", "eric")
     kind = "eric" if model_type == "eric" else model_type.removeprefix("eric_")
-    if kind not in CLASSES:
+    if model_type != "eric" and not model_type.startswith("eric_"):
         raise ValueError(f"{path}: model_type {model_type!r} is not a stage-one architecture of this project")
-    return architecture(kind)
+    try:
+        return architecture(kind)
+    except ValueError:
+        raise ValueError(f"{path}: model_type {model_type!r} is not a stage-one architecture of this project") from None

@@ -97,3 +97,6 @@ class SimCTGForConditionalGeneration(EricForConditionalGeneration):
 
 
 AutoConfig.register(SimCTGConfig.model_type, SimCTGConfig, exist_ok=True)
+
+
+ARCHITECTURE = SimCTGForConditionalGeneration  # what a `kind` naming this module builds (eric/model/registry.py)

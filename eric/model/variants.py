@@ -9,17 +9,19 @@
     <name> with kind: <arch>   a baseline (SimCTG, HINT, PlanAhead, DiscoDVT): its own module,
                                eric/model/<arch>.py, found through eric/model/registry.py
 
-    config = build_config(params.model, "eric", len(tokenizer), special_token_ids(tokenizer, 100))
-    model = build_model(params.model, "eric", tokenizer)
+    variant = resolve_variant(params.model, "eric")   # name, spec, class, options: resolved once
+    config = build_config(params.model, variant, len(tokenizer), special_token_ids(tokenizer, 100))
+    model = build_model(params.model, variant, tokenizer)
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from transformers import BartConfig, PreTrainedTokenizerBase
 
-from eric.config import ModelParams, resolve_path
+from eric.config import ModelParams, ParamsError, VariantParams, resolve_path
 from eric.data.tokenizer import SpecialTokenIds, special_token_ids
 from eric.model.config import EricConfig
 from eric.model.modeling_eric import EricForConditionalGeneration
@@ -41,19 +43,60 @@ SIZE_PRESETS = {
 }
 
 
-def variant_switches(params: ModelParams, variant: str) -> dict:
-    if variant not in params.variants:
-        raise ValueError(f"unknown variant {variant!r}; params.yaml model.variants has {sorted(params.variants)}")
-    v = params.variants[variant]
-    return dict(use_state_attention=v.state_attention, use_state=v.state, use_entity=v.entity)
+@dataclass(frozen=True)
+class Variant:
+    """A `model.variants` entry resolved once: its name, its spec, its architecture and that
+    architecture's validated options. Every stage reads what it needs of a variant from here.
+
+        v = resolve_variant(params.model, "simctg")
+        v.cls, v.kind, v.two_stage, v.options, v.switches
+    """
+
+    name: str
+    spec: VariantParams
+    cls: type
+    options: dict  # the architecture's config fields set by `options` (validated by its options_model)
+
+    @property
+    def kind(self) -> str:
+        return self.spec.kind
+
+    @property
+    def two_stage(self) -> bool:
+        return self.spec.two_stage
+
+    @property
+    def switches(self) -> dict:
+        """EricConfig's mechanism switches."""
+        return dict(use_state_attention=self.spec.state_attention, use_state=self.spec.state,
+                    use_entity=self.spec.entity)
 
 
-def eric_options(params: ModelParams, variant: str, ids: SpecialTokenIds) -> dict:
+def resolve_variant(params: ModelParams, name: str) -> Variant:
+    """The variant `name` of params.model.variants; ParamsError (one line) for an unknown name,
+    kind or option."""
+    if name not in params.variants:
+        raise ParamsError(f"unknown variant {name!r}; params.yaml model.variants has {sorted(params.variants)}")
+    spec = params.variants[name]
+    try:
+        cls = architecture(spec.kind)
+        options = cls.config_options(spec.options)
+    except ValueError as exc:
+        raise ParamsError(f"model.variants.{name}: {' '.join(str(exc).split())}") from None
+    return Variant(name, spec, cls, options)
+
+
+def _resolved(params: ModelParams, variant: Variant | str) -> Variant:
+    return variant if isinstance(variant, Variant) else resolve_variant(params, variant)
+
+
+def eric_options(params: ModelParams, variant: Variant | str, ids: SpecialTokenIds) -> dict:
     """Everything of EricConfig that is not a BART dimension, and the variant's name (saved in
     config.json, so that a loader can tell one variant's model from another's)."""
+    variant = _resolved(params, variant)
     return dict(
-        variant=variant,
-        two_stage=params.variants[variant].two_stage,
+        variant=variant.name,
+        two_stage=variant.two_stage,
         num_states=params.num_states,
         state_dim=params.state_dim,
         max_entities=params.max_entities,
@@ -74,7 +117,7 @@ def eric_options(params: ModelParams, variant: str, ids: SpecialTokenIds) -> dic
         decoder_start_token_id=ids.decoder_start,
         forced_eos_token_id=ids.eos,
         dropout=params.dropout,
-        **variant_switches(params, variant),
+        **variant.switches,
     )
 
 
@@ -93,38 +136,36 @@ def state_space_options(params: ModelParams) -> dict:
     )
 
 
-def variant_class(params: ModelParams, variant: str) -> type[EricForConditionalGeneration]:
+def variant_class(params: ModelParams, variant: Variant | str) -> type[EricForConditionalGeneration]:
     """The architecture a variant builds (ERIC, or a baseline's own module)."""
-    variant_switches(params, variant)  # a clear error for an unknown name
-    return architecture(params.variants[variant].kind)
+    return _resolved(params, variant).cls
 
 
-def variant_options(params: ModelParams, variant: str, ids: SpecialTokenIds) -> dict:
+def variant_options(params: ModelParams, variant: Variant | str, ids: SpecialTokenIds) -> dict:
     """Every non-dimension config field of a variant: ERIC's, plus its architecture's options."""
-    cls = variant_class(params, variant)
-    return {**eric_options(params, variant, ids), **cls.config_options(params.variants[variant].options)}
+    v = _resolved(params, variant)
+    return {**eric_options(params, v, ids), **v.options}
 
 
-def build_config(params: ModelParams, variant: str, vocab_size: int, ids: SpecialTokenIds) -> EricConfig:
+def build_config(params: ModelParams, variant: Variant | str, vocab_size: int, ids: SpecialTokenIds) -> EricConfig:
     """The config of a randomly initialized variant at the preset size."""
-    cls = variant_class(params, variant)
-    return cls.config_class(vocab_size=vocab_size, max_position_embeddings=1024, **SIZE_PRESETS[params.size],
-                            **variant_options(params, variant, ids))
+    v = _resolved(params, variant)
+    return v.cls.config_class(vocab_size=vocab_size, max_position_embeddings=1024, **SIZE_PRESETS[params.size],
+                              **variant_options(params, v, ids))
 
 
-def build_model(params: ModelParams, variant: str, tokenizer: PreTrainedTokenizerBase) -> EricForConditionalGeneration:
+def build_model(params: ModelParams, variant: Variant | str, tokenizer: PreTrainedTokenizerBase) -> EricForConditionalGeneration:
     """A fresh variant. With `params.init` (a local BART directory) the model takes BART's
     dimensions, and its weights unless the variant is not pretrained (Seq2Seq)."""
+    v = _resolved(params, variant)
     ids = special_token_ids(tokenizer, params.max_entities)
-    cls = variant_class(params, variant)
-    options = variant_options(params, variant, ids)
     if not params.init:
-        return cls(build_config(params, variant, len(tokenizer), ids))
+        return v.cls(build_config(params, v, len(tokenizer), ids))
     init = Path(resolve_path(params.init))
-    if params.variants[variant].pretrained:
-        return cls.from_bart(init, vocab_size=len(tokenizer), **options)
-    config = cls.config_class(**{**bart_dimensions(init), "vocab_size": len(tokenizer), **options})
-    return cls(config)
+    options = variant_options(params, v, ids)
+    if v.spec.pretrained:
+        return v.cls.from_bart(init, vocab_size=len(tokenizer), **options)
+    return v.cls(v.cls.config_class(**{**bart_dimensions(init), "vocab_size": len(tokenizer), **options}))
 
 
 def bart_dimensions(bart_dir: Path) -> dict:
@@ -147,6 +188,7 @@ def parameter_counts(variants: dict[str, dict], size: str = "base", vocab_size: 
     counts = {}
     for name in variants:
         with torch.device("meta"):
-            model = variant_class(params, name)(build_config(params, name, vocab_size, ids))
+            variant = resolve_variant(params, name)
+            model = variant.cls(build_config(params, variant, vocab_size, ids))
         counts[name] = sum(p.numel() for p in model.parameters())
     return counts

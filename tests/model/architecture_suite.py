@@ -10,7 +10,7 @@
 
 A subclass declares what differs (the class attributes and hooks below); the tests run for
 every subclass whose name starts with `Test`. `tests/model/test_architecture_suite.py` fails
-when a kind of `eric.model.registry.CLASSES` has no subclass, so a new baseline cannot skip it.
+when a kind of `eric.model.registry.builtin_kinds()` has no subclass, so a new baseline cannot skip it.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ SWITCH_FIELDS = {"state_attention": "use_state_attention", "state": "use_state",
 class ArchitectureTests:
     """The shared tests; not collected itself (no `Test` prefix), only through its subclasses."""
 
-    kind: str  # the registry name (eric.model.registry.CLASSES)
+    kind: str  # the registry name (eric.model.registry.builtin_kinds())
     variant: dict = {}  # other `model.variants` fields of the variant built from params (ERIC's switches)
     options: dict = {}  # an `options` example (non-default values), set on the built and saved configs
     option_defaults: dict = {}  # options left out of `options` and the values they default to
