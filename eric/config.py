@@ -413,7 +413,8 @@ def load_params(path: str | Path | None = None, overrides: dict | None = None) -
         raise ParamsError(_format_error(exc, source)) from None
 
 
-PATH_KEYS = ("init", "pretrained", "feature_cache")  # path-valued settings whose names do not say so
+PATH_KEYS = ("init", "pretrained", "feature_cache", "featurizer")  # path-valued settings whose names do not say so
+NOT_PATHS = {"minilm"}  # values of a path setting that name a built-in (evaluate.featurizer)
 
 
 def _is_path_key(key: str) -> bool:
@@ -436,7 +437,8 @@ def flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 def anchored_paths(params: Params, folder: Path) -> dict[str, str]:
     """Overrides that make every relative path setting of `params` absolute against `folder`."""
     return {key: str((folder / value).resolve()) for key, value in flatten(params.model_dump()).items()
-            if _is_path_key(key) and isinstance(value, str) and value and not Path(value).is_absolute()}
+            if _is_path_key(key) and isinstance(value, str) and value and value not in NOT_PATHS
+            and not Path(value).is_absolute()}
 
 
 def load_params_here(path: str | Path, overrides: dict | None = None) -> Params:

@@ -46,7 +46,7 @@ def analysis_dir(params: Params, variant: str) -> Path:
 @stage_task
 def score_samples(params: Params, variant: str) -> dict:
     """Table-2 metrics, merge fallbacks, mention control, states used while sampling."""
-    from eric.evaluate.scoring import evaluate_texts
+    from eric.evaluate.scoring import evaluate_with
     from eric.evaluate.state_analysis import generated_states, mention_control
     from eric.generate.schema import fallback_summary, read_samples
 
@@ -54,15 +54,9 @@ def score_samples(params: Params, variant: str) -> dict:
     if not path.is_file():
         raise EvaluationError(f"{path}: no samples (run `dvc repro sample@{variant}` first)")
     rows = read_samples(path)
-    e = params.evaluate
     references = [r["reference"] or "" for r in rows]
-    metrics = evaluate_texts(
-        [r["final_text"] for r in rows], references if all(references) else None, [r["input"] for r in rows],
-        mauve=e.mauve, featurizer=e.featurizer if e.featurizer == "minilm" else str(resolve_path(e.featurizer)),
-        seed=e.seed, max_units=e.max_units, zipf_top=e.zipf_top, mauve_max_tokens=e.mauve_max_tokens,
-        feature_batch_size=e.feature_batch_size,
-        feature_cache=resolve_path(e.feature_cache) if e.feature_cache else None,
-    )
+    metrics = evaluate_with(params.evaluate, [r["final_text"] for r in rows], references if all(references) else None,
+                            [r["input"] for r in rows])
     metrics["fallback"] = fallback_summary(rows)
     if any(r["unit_entities"] for r in rows):
         control = mention_control(rows)
@@ -75,12 +69,10 @@ def score_samples(params: Params, variant: str) -> dict:
 
 @stage_task
 def load_model(params: Params, variant: str):
-    import torch
-
     from eric.generate.loading import load_stage_one
+    from eric.train.runtime import device_kind
 
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    return load_stage_one(resolve_path(params.train.out_dir) / variant, device, variant)
+    return load_stage_one(resolve_path(params.train.out_dir) / variant, device_kind(), variant)
 
 
 def _rows(params: Params, split: str, columns: list[str], limit: int | None) -> list[dict]:

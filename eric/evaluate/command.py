@@ -7,9 +7,9 @@ from pathlib import Path
 
 from rich.table import Table
 
-from eric.config import EvaluateParams, params_here_or_defaults, resolve_path
+from eric.config import EvaluateParams, params_here_or_defaults
 from eric.evaluate.io import read_generations
-from eric.evaluate.scoring import METRIC_NAMES, evaluate_texts, format_value
+from eric.evaluate.scoring import METRIC_NAMES, evaluate_with, format_value
 
 
 def load_settings(params: Path, overrides: dict) -> EvaluateParams:
@@ -37,19 +37,7 @@ def evaluate_file(
         input_texts = read_generations(inputs, "lines").texts
     else:
         input_texts = found.inputs or (ref_file.inputs if ref_file else None)
-    result = evaluate_texts(
-        found.texts,
-        references=refs,
-        inputs=input_texts,
-        mauve=settings.mauve,
-        featurizer=settings.featurizer,
-        seed=settings.seed,
-        max_units=settings.max_units,
-        zipf_top=settings.zipf_top,
-        mauve_max_tokens=settings.mauve_max_tokens,
-        feature_batch_size=settings.feature_batch_size,
-        feature_cache=resolve_path(settings.feature_cache) if settings.feature_cache else None,
-    )
+    result = evaluate_with(settings, found.texts, refs, input_texts)
     result.update(
         {
             "generations": str(generations),

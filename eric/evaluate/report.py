@@ -143,45 +143,54 @@ def _top(state: dict | None, code: dict | None) -> str:
     return MISSING if code is None else f"code {code['code']}: {100 * code['share']:.1f}"
 
 
+TABLE_NOTE = ("B-n, MSJ-n, MAUVE, Rpt-L, D-n and mention/fallback shares in %; Len in tokens. "
+              "Truth: the human references (reference-free metrics only).")
+ANALYSIS_NOTE = ("Form: two-stage (placeholders, then the mention model writes the names: ERIC's paradigm) or "
+                 "one-stage (real names written directly, as the paper's BART and baselines); the coherence "
+                 "test swaps placeholders, so it scores two-stage models only. "
+                 "Mention control: generated units mentioning the planned entity (or none for `<none>`). "
+                 "States used: of K, by the gold states of the training units (DiscoDVT: codes used of its "
+                 "K by the posterior over the training targets); top state (code): id and share. "
+                 "Coherence: accuracy of preferring the original unit to one whose first placeholder was "
+                 "swapped for an earlier entity. Reused mention / random name: merge fallbacks "
+                 "(shares of placeholder occurrences).")
+
+
+@dataclass(frozen=True)
+class Block:
+    """One piece of the report, in both formats: the report is one list of these (`sections`)."""
+
+    markdown: str
+    html: str
+
+
+def _heading(level: int, text: str, anchor: str = "") -> Block:
+    ident = f" id='{anchor}'" if anchor else ""
+    return Block(f"{'#' * level} {text}", f"<h{level}{ident}>{html.escape(text, quote=False)}</h{level}>")
+
+
+def _note(text: str) -> Block:
+    return Block(text, f"<p>{html.escape(text)}</p>")
+
+
+def _bullets(lines: list[str]) -> Block:
+    return Block("\n".join(f"- {line}" for line in lines), "<ul>" + "".join(f"<li>{html.escape(x)}</li>" for x in lines) + "</ul>")
+
+
+def _table(header: list[str], rows: list[list[str]]) -> Block:
+    return Block(_markdown_table(header, rows), _html_table(header, rows))
+
+
+def _images(plots: dict[str, str]) -> Block:
+    markdown = "\n\n".join(f"![{title}]({name})" for title, name in plots.items())
+    images = "".join(f"<img src='{html.escape(name)}' alt='{html.escape(title)}'>" for title, name in plots.items())
+    return Block(markdown, f"<div>{images}</div>")
+
+
 def _markdown_table(header: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines)
-
-
-def to_markdown(inputs: ReportInputs, plots: dict[str, str]) -> str:
-    parts = ["# Results", "", *[f"- {line}" for line in inputs.about], "",
-             "## Automatic evaluation (as the paper's Table 2)", "",
-             _markdown_table(["Model", *METRIC_NAMES], table_rows(inputs)), "",
-             "B-n, MSJ-n, MAUVE, Rpt-L, D-n and mention/fallback shares in %; Len in tokens. "
-             "Truth: the human references (reference-free metrics only).", "",
-             "## Analyses", "", _markdown_table(["Model", *ANALYSIS_COLUMNS], analysis_rows(inputs)), "",
-             "Form: two-stage (placeholders, then the mention model writes the names: ERIC's paradigm) or "
-             "one-stage (real names written directly, as the paper's BART and baselines); the coherence "
-             "test swaps placeholders, so it scores two-stage models only. "
-             "Mention control: generated units mentioning the planned entity (or none for `<none>`). "
-             "States used: of K, by the gold states of the training units (DiscoDVT: codes used of its "
-             "K by the posterior over the training targets); top state (code): id and share. "
-             "Coherence: accuracy of preferring the original unit to one whose first placeholder was "
-             "swapped for an earlier entity. Reused mention / random name: merge fallbacks "
-             "(shares of placeholder occurrences).", ""]
-    if inputs.training:
-        parts += ["## Training", "", _markdown_table(["Model", *TRAINING_COLUMNS], training_rows(inputs)), "",
-                  TRAINING_NOTE, ""]
-    if inputs.humaneval:  # scored human-evaluation studies
-        parts += ["## Manual evaluation (as the paper's Table 3)", "", inputs.humaneval[0], ""]
-    world = world_rows(inputs.metrics, display_name)
-    if world:  # EntityWorld runs: the checker's figures and learned vs true states
-        parts += ["## EntityWorld", "", _markdown_table(WORLD_HEADER, world), "", WORLD_NOTE, ""]
-    for title, name in plots.items():
-        parts += [f"![{title}]({name})", ""]
-    if inputs.cases:
-        parts += ["## Case study", "", case_markdown(inputs.cases, display_name), ""]
-    if inputs.transitions:
-        parts += ["## State transitions (as the paper's Table 5)", "", TRANSITIONS_NOTE, ""]
-        for variant, rows in inputs.transitions.items():
-            parts += [f"### {display_name(variant)}", "", transitions_markdown(rows, REPORT_TRANSITIONS), ""]
-    return "\n".join(parts)
 
 
 def _html_table(header: list[str], rows: list[list[str]]) -> str:
@@ -190,58 +199,48 @@ def _html_table(header: list[str], rows: list[list[str]]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+def sections(inputs: ReportInputs, plots: dict[str, str]) -> list[Block]:
+    """The report, in order; `to_markdown` and `to_html` only render this list."""
+    blocks = [_heading(1, "Results"), _bullets(inputs.about),
+              _heading(2, "Automatic evaluation (as the paper's Table 2)"),
+              _table(["Model", *METRIC_NAMES], table_rows(inputs)), _note(TABLE_NOTE),
+              _heading(2, "Analyses"), _table(["Model", *ANALYSIS_COLUMNS], analysis_rows(inputs)), _note(ANALYSIS_NOTE)]
+    if inputs.training:
+        blocks += [_heading(2, "Training"), _table(["Model", *TRAINING_COLUMNS], training_rows(inputs)),
+                   _note(TRAINING_NOTE)]
+    if inputs.humaneval:  # scored human-evaluation studies, rendered by eric/humaneval
+        blocks += [_heading(2, "Manual evaluation (as the paper's Table 3)"), Block(*inputs.humaneval)]
+    world = world_rows(inputs.metrics, display_name)
+    if world:  # EntityWorld runs: the checker's figures and learned vs true states
+        blocks += [_heading(2, "EntityWorld"), _table(WORLD_HEADER, world), _note(WORLD_NOTE)]
+    blocks.append(_images(plots))
+    if inputs.cases:
+        blocks += [_heading(2, "Case study", anchor="case-study"),
+                   Block(case_markdown(inputs.cases, display_name), case_html(inputs.cases, display_name, inputs.explorers))]
+    if inputs.transitions:
+        blocks += [_heading(2, "State transitions (as the paper's Table 5)"), _note(TRANSITIONS_NOTE)]
+        for variant, rows in inputs.transitions.items():
+            blocks += [_heading(3, display_name(variant)),
+                       Block(transitions_markdown(rows, REPORT_TRANSITIONS), transitions_html(rows, REPORT_TRANSITIONS))]
+    return blocks
+
+
 _STYLE = """body{font-family:sans-serif;max-width:75em;margin:2em auto}
 table{border-collapse:collapse;margin:1em 0}th,td{border:1px solid #ccc;padding:.25em .6em;text-align:right}
 th:first-child,td:first-child{text-align:left}img{max-width:48%;margin-right:1%}
 .transitions td{text-align:left;vertical-align:top}.cos{color:#777;font-size:.85em}""" + CASE_STYLE
 
 
+def to_markdown(inputs: ReportInputs, plots: dict[str, str]) -> str:
+    return "\n".join(f"{block.markdown}\n" for block in sections(inputs, plots))
+
+
 def to_html(inputs: ReportInputs, plots: dict[str, str]) -> str:
-    about = "".join(f"<li>{html.escape(line)}</li>" for line in inputs.about)
-    images = "".join(f"<img src='{html.escape(name)}' alt='{html.escape(title)}'>" for title, name in plots.items())
     return "\n".join([
         "<!DOCTYPE html>", "<html><head><meta charset='utf-8'><title>ERIC results</title>",
-        f"<style>{_STYLE}</style></head><body>", "<h1>Results</h1>", f"<ul>{about}</ul>",
-        "<h2>Automatic evaluation (as the paper's Table 2)</h2>",
-        _html_table(["Model", *METRIC_NAMES], table_rows(inputs)),
-        "<h2>Analyses</h2>", _html_table(["Model", *ANALYSIS_COLUMNS], analysis_rows(inputs)),
-        *_training_html(inputs), *_humaneval_html(inputs), *_world_html(inputs), f"<div>{images}</div>",
-        *_cases_html(inputs), *_transitions_html(inputs),
+        f"<style>{_STYLE}</style></head><body>", *(block.html for block in sections(inputs, plots)),
         "</body></html>",
     ])
-
-
-def _training_html(inputs: ReportInputs) -> list[str]:
-    if not inputs.training:
-        return []
-    return ["<h2>Training</h2>", _html_table(["Model", *TRAINING_COLUMNS], training_rows(inputs)),
-            f"<p>{html.escape(TRAINING_NOTE)}</p>"]
-
-
-def _humaneval_html(inputs: ReportInputs) -> list[str]:
-    if not inputs.humaneval:
-        return []
-    return ["<h2>Manual evaluation (as the paper's Table 3)</h2>", inputs.humaneval[1]]
-
-
-def _world_html(inputs: ReportInputs) -> list[str]:
-    rows = world_rows(inputs.metrics, display_name)
-    return ["<h2>EntityWorld</h2>", _html_table(WORLD_HEADER, rows), f"<p>{html.escape(WORLD_NOTE)}</p>"] if rows else []
-
-
-def _cases_html(inputs: ReportInputs) -> list[str]:
-    if not inputs.cases:
-        return []
-    return ["<h2 id='case-study'>Case study</h2>", case_html(inputs.cases, display_name, inputs.explorers)]
-
-
-def _transitions_html(inputs: ReportInputs) -> list[str]:
-    if not inputs.transitions:
-        return []
-    parts = ["<h2>State transitions (as the paper's Table 5)</h2>", f"<p>{html.escape(TRANSITIONS_NOTE)}</p>"]
-    for variant, rows in inputs.transitions.items():
-        parts += [f"<h3>{html.escape(display_name(variant))}</h3>", transitions_html(rows, REPORT_TRANSITIONS)]
-    return parts
 
 
 def write_report(inputs: ReportInputs, out_dir: str | Path) -> dict[str, Path]:

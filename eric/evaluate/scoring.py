@@ -23,6 +23,21 @@ METRIC_NAMES = (
 REFERENCE_FREE = ("Rpt-16", "Rpt-32", "Rpt-64", "D-3", "D-4", "Zipf", "Len")
 
 
+def evaluate_with(settings, generations: Sequence[str], references: Sequence[str] | None = None,
+                  inputs: Sequence[str] | None = None) -> dict:
+    """`evaluate_texts` with params.yaml's evaluate section (an EvaluateParams): the one place its
+    settings are unpacked, for the DVC stage and `eric evaluate`."""
+    from eric.config import resolve_path
+
+    featurizer = settings.featurizer if settings.featurizer == MINILM else str(resolve_path(settings.featurizer))
+    return evaluate_texts(
+        generations, references, inputs, mauve=settings.mauve, featurizer=featurizer, seed=settings.seed,
+        max_units=settings.max_units, zipf_top=settings.zipf_top, mauve_max_tokens=settings.mauve_max_tokens,
+        feature_batch_size=settings.feature_batch_size,
+        feature_cache=resolve_path(settings.feature_cache) if settings.feature_cache else None,
+    )
+
+
 def evaluate_texts(
     generations: Sequence[str],
     references: Sequence[str] | None = None,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
-
 
 from eric.config import Params, params_here_or_defaults, resolve_path
 from eric.generate.errors import SampleError
@@ -44,28 +44,44 @@ def check_out(out: Path, inputs: Path, overwrite: bool = False) -> Path:
     return out
 
 
-def sample_file(model_dir: Path, inputs: Path, out: Path, settings: Params, mentions_dir: Path | None = None,
-                names: Path | None = None, overwrite: bool = False) -> list[dict]:
-    """Sample one story per input with the models in the given folders; write Parquet to `out`
-    (checked first: check_out)."""
-    from eric.data.outdir import output_lock
-    from eric.generate.inputs import read_inputs
-    from eric.generate.loading import load_for_sampling
+def sample_to_file(inputs: list, out: Path, settings: Params, model_dir: Path, mentions_dir: Path | None,
+                   names: list[str], variant: str | None = None, metadata: dict | None = None) -> tuple[list[dict], dict]:
+    """The one body of sampling, for the DVC stage and `eric sample`: load the models (a
+    one-stage model without the mention writer; with `variant`, another variant's folder is
+    refused), sample a story per input, write Parquet with its metadata; (rows, summary)."""
+    from eric.config import form_label
+    from eric.generate.loading import is_two_stage, load_for_sampling
     from eric.generate.merge import NamePool
     from eric.generate.sampler import SamplingOptions, sample_stories, stage_one_decoding
     from eric.generate.schema import fallback_summary, write_samples
     from eric.train.runtime import device_kind
 
     device = device_kind()
+    model, tokenizer, mention_model, mention_tokenizer = load_for_sampling(model_dir, mentions_dir, device, variant)
+    options = SamplingOptions.from_params(settings)
+    started = time.perf_counter()
+    rows = sample_stories(inputs, model, tokenizer, options, mention_model, mention_tokenizer,
+                          NamePool(names, seed=options.seed))
+    seconds = time.perf_counter() - started
+    tokens = sum(r["stage_one_tokens"] for r in rows)
+    summary = {**({"variant": variant} if variant else {}), "form": form_label(is_two_stage(model)),
+               "stories": len(rows), "stage_one_tokens": tokens, "seconds": round(seconds, 1),
+               "tokens_per_s": round(tokens / seconds, 1) if seconds else None, **fallback_summary(rows)}
+    write_samples(rows, out, {**(metadata or {}), "model_dir": str(model_dir), "mentions_dir": str(mentions_dir or ""),
+                              "options": options.as_dict(), "device": device,
+                              "stage_one_decoding": stage_one_decoding(model, options), "summary": summary})
+    return rows, summary
+
+
+def sample_file(model_dir: Path, inputs: Path, out: Path, settings: Params, mentions_dir: Path | None = None,
+                names: Path | None = None, overwrite: bool = False) -> list[dict]:
+    """`eric sample`: one story per input of a file, written to `out` (checked first: check_out)."""
+    from eric.data.outdir import output_lock
+    from eric.generate.inputs import read_inputs
+
     with output_lock(out):  # a second `eric sample --out` of this file refuses
         check_out(out, inputs, overwrite)
         rows_in = read_inputs(inputs, settings.sample.num_inputs)
-        model, tokenizer, mention_model, mention_tokenizer = load_for_sampling(model_dir, mentions_dir, device)
-        options = SamplingOptions.from_params(settings)
-        pool = NamePool(training_names(names, settings), seed=options.seed)
-        rows = sample_stories(rows_in, model, tokenizer, options, mention_model, mention_tokenizer, pool)
-        write_samples(rows, out, {"model_dir": str(model_dir), "mentions_dir": str(mentions_dir or ""),
-                                  "inputs": str(inputs), "options": options.as_dict(), "device": device,
-                                  "stage_one_decoding": stage_one_decoding(model, options),
-                                  "summary": fallback_summary(rows)})
+        rows, _ = sample_to_file(rows_in, out, settings, model_dir, mentions_dir, training_names(names, settings),
+                                 metadata={"inputs": str(inputs)})
     return rows

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 
-from eric.config import Params, resolve_path
+from eric.config import Params, form_label, resolve_path
 from eric.tracking import start_run
 from eric.train.checkpoint import CheckpointManager, save_pretrained_atomic
 from eric.train.codebook import codebook_hooks
@@ -112,7 +112,7 @@ def run_job(job: TrainingJob) -> dict:
     tags = {"state_space_recipe": recipe} if (recipe := state_space_recipe(job)) else {}
     two_stage = getattr(job.model.config, "two_stage", None)  # stage-one models only
     if two_stage is not None:
-        tags["eric.form"] = "two-stage" if two_stage else "one-stage"
+        tags["eric.form"] = form_label(two_stage)
     tracker = start_run(
         job.params.corpus.name, stage=job.stage, variant=job.variant, params=tracked_params(job), tags=tags,
         run_id=(resume or {}).get("extra", {}).get("mlflow_run_id"),
