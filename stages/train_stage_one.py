@@ -13,14 +13,12 @@ only rank 0 is a flow run, the other ranks call the same function without Prefec
 
 from __future__ import annotations
 
-import sys
 
-from _flow import flow_call, quiet_user_errors, stage_flow, stage_task
+from _flow import run_stage, stage_flow, stage_task
 
 from eric.config import Params, ParamsError, load_variant_params, resolve_path
 from eric.train.errors import TrainError
 from eric.train.job import TrainingJob, check_split, read_rows, run_job
-from eric.train.runtime import current_rank
 
 COLUMNS = ["id", "source", "target", "unit_entities"]
 
@@ -109,18 +107,5 @@ def run(variant: str, params_path: str = "params.yaml") -> dict:
     return train(prepare(params, variant))
 
 
-def main(argv: list[str]) -> None:
-    """Like _flow.run_stage, but with two positional arguments (variant, params path)."""
-    args = [a for a in argv if not a.startswith("--local_rank")]  # deepspeed appends it
-    if not args:
-        sys.exit("usage: python stages/train_stage_one.py <variant> [params.yaml]")
-    quiet_user_errors(ParamsError, TrainError)
-    call = flow_call(run) if current_rank().is_main else run.fn  # one flow run: rank 0's
-    try:
-        call(*args[:2])
-    except (ParamsError, TrainError) as exc:
-        sys.exit(f"train_stage_one: {exc}")
-
-
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    run_stage(run, ParamsError, TrainError)  # argv: <variant> [params.yaml]; under a launcher rank 0 is the flow run
