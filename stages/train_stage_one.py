@@ -13,7 +13,6 @@ only rank 0 is a flow run, the other ranks call the same function without Prefec
 
 from __future__ import annotations
 
-
 from _flow import run_stage, stage_flow, stage_task
 
 from eric.config import Params, ParamsError, load_variant_params, resolve_path
