@@ -211,8 +211,22 @@ DEFAULT_VARIANTS = {
 }
 
 
+# the values each state-space option may take (EricConfig checks a loaded config against these too)
+STATE_SPACE_CHOICES = {
+    "codebook_gradient": ("dense", "selected"),
+    "sentence_encoder_embeddings": ("own", "shared"),
+    "state_init": ("random", "kmeans"),
+    "event_norm": ("none", "batch"),
+    "event_gradient": ("all", "lm", "contrastive", "none"),
+    "contrastive_candidates": ("batch", "text"),
+}
+_choice = lambda name: Literal[STATE_SPACE_CHOICES[name]] | None  # noqa: E731
+
+
 class StateSpaceParams(Section):
     """How the K entity states are learned (eric/model/state_space.py, docs/state-space.md).
+    Each option has EricConfig's name and meaning (eric/model/config.py): the model reads
+    `resolved()` as it is.
 
     `recipe` names a bundle (RECIPES); any other key set here overrides the recipe's value.
     `paper` is the paper with the authors' code where the paper is silent, nothing added.
@@ -222,19 +236,19 @@ class StateSpaceParams(Section):
     recipe: Literal["auto", "paper", "legacy", "kmeans", "dead_codes", "ema", "entropy", "centered",
                     "remedied", "decoupled"] = "auto"
     codebook_init_std: float | None = Field(None, gt=0)  # null: BART's init_std (0.02, the code)
-    codebook_gradient: Literal["dense", "selected"] | None = None  # dense: the code's cosine path
-    sentence_encoder_embeddings: Literal["own", "shared"] | None = None  # own: the code's copy
+    codebook_gradient: _choice("codebook_gradient") = None  # dense: the code's cosine path
+    sentence_encoder_embeddings: _choice("sentence_encoder_embeddings") = None  # own: the code's copy
     decay_codebook_and_embeddings: bool | None = None  # false: the code (weight decay 0)
     decay_weights: bool | None = None  # false: AdamW decays no weight at all (the authors' optimizer)
-    init: Literal["random", "kmeans"] | None = None
-    init_events: int | None = Field(None, ge=1)  # event vectors clustered by the k-means init
+    state_init: _choice("state_init") = None  # random (paper) | kmeans: codes from the first e_n
+    state_init_events: int | None = Field(None, ge=1)  # event vectors clustered by the k-means init
     dead_code_steps: int | None = Field(None, ge=0)  # 0: off; N: re-seed codes unused for N steps
     ema_decay: float | None = Field(None, ge=0, lt=1)  # 0: off (L_CL trains the codebook)
     entropy_weight: float | None = Field(None, ge=0)  # 0: off
-    event_norm: Literal["none", "batch"] | None = None  # batch: e_n centred over the batch
-    event_gradient: Literal["all", "lm", "contrastive", "none"] | None = None  # which losses train e_n
+    event_norm: _choice("event_norm") = None  # batch: e_n centred over the batch
+    event_gradient: _choice("event_gradient") = None  # which losses train e_n
     predictor_residual: bool | None = None  # true: e^_n also reads its query directly
-    contrastive_candidates: Literal["batch", "text"] | None = None  # text: L_CL's candidates from the anchor's text
+    contrastive_candidates: _choice("contrastive_candidates") = None  # text: L_CL's candidates from the anchor's text
 
     def effective_recipe(self, init: str | None = None) -> str:
         """The recipe in force for a model started from `init` (a checkpoint dir or None)."""
@@ -264,20 +278,20 @@ def effective_recipe(recipe: str, init: str | None) -> str:
 DECAYED = dict(decay_weights=True)
 RECIPES: dict[str, dict] = {
     "paper": dict(codebook_init_std=None, codebook_gradient="dense", sentence_encoder_embeddings="own",
-                  decay_codebook_and_embeddings=False, decay_weights=False, init="random", init_events=1024,
+                  decay_codebook_and_embeddings=False, decay_weights=False, state_init="random", state_init_events=1024,
                   dead_code_steps=0, ema_decay=0.0, entropy_weight=0.0, event_norm="none",
                   event_gradient="all", predictor_residual=False, contrastive_candidates="batch"),
     "legacy": dict(**DECAYED, codebook_init_std=1.0, codebook_gradient="selected",
                    sentence_encoder_embeddings="shared", decay_codebook_and_embeddings=True),
-    "kmeans": dict(**DECAYED, init="kmeans"),
+    "kmeans": dict(**DECAYED, state_init="kmeans"),
     "dead_codes": dict(**DECAYED, dead_code_steps=20),
     "ema": dict(**DECAYED, ema_decay=0.99),
     "entropy": dict(**DECAYED, entropy_weight=1.0),
     "centered": dict(**DECAYED, event_norm="batch"),
-    "remedied": dict(**DECAYED, init="kmeans", dead_code_steps=20, entropy_weight=1.0, event_norm="batch"),
+    "remedied": dict(**DECAYED, state_init="kmeans", dead_code_steps=20, entropy_weight=1.0, event_norm="batch"),
     # remedied + what lets L_CL learn (docs/state-space.md): only L_CL trains e_n, and the predictor
     # reads its query (the planned entity) directly; use with model.detach_planner_inputs: true
-    "decoupled": dict(**DECAYED, init="kmeans", dead_code_steps=20, entropy_weight=1.0, event_norm="batch",
+    "decoupled": dict(**DECAYED, state_init="kmeans", dead_code_steps=20, entropy_weight=1.0, event_norm="batch",
                       event_gradient="contrastive", predictor_residual=True),
 }
 

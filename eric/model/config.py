@@ -29,7 +29,7 @@ params.yaml's `model.state_space.recipe` names bundles of these (eric/config.py 
                            `state_init_events` event vectors (eric/train/codebook.py)
     dead_code_steps        0 = off; N: a code unused for N steps is re-seeded from a recent
                            event vector (optimizer state reset; all ranks agree)
-    ema_decay              None = off; the codebook follows an EMA of assigned e_n
+    ema_decay              0 = off; the codebook follows an EMA of assigned e_n
     entropy_weight         0 = off; weight of log K - H(mean soft assignment) in the loss
     event_norm             none (paper) | batch: e_n centred and scaled over the batch
                            (BatchNorm without affine) before normalizing
@@ -55,9 +55,10 @@ from __future__ import annotations
 from huggingface_hub.dataclasses import strict
 from transformers import BartConfig
 
+from eric.config import RECIPES, STATE_SPACE_CHOICES
+
 NONE_CLASS = 0  # entity-planner class for "no entity"; class i+1 is placeholder <ei>
-# event_gradient: which losses train the sentence encoder's e_n
-EVENT_GRADIENTS = ("all", "lm", "contrastive", "none")
+PAPER = RECIPES["paper"]
 
 
 @strict
@@ -81,20 +82,22 @@ class EricConfig(BartConfig):
     entity_temperature: float | int = 1.0
     first_unit_state: bool = True
 
-    codebook_init_std: float | int | None = None
-    codebook_gradient: str = "dense"
-    sentence_encoder_embeddings: str = "own"
-    decay_codebook_and_embeddings: bool = False
-    decay_weights: bool = True
-    state_init: str = "random"
-    state_init_events: int = 1024
-    dead_code_steps: int = 0
-    ema_decay: float | None = None
-    entropy_weight: float | int = 0.0
-    event_norm: str = "none"
-    event_gradient: str = "all"
-    predictor_residual: bool = False
-    contrastive_candidates: str = "batch"
+    # the state space: params.yaml's model.state_space options under the same names, the paper
+    # recipe's values as defaults (eric/config.py RECIPES, STATE_SPACE_CHOICES: declared there once)
+    codebook_init_std: float | int | None = PAPER["codebook_init_std"]
+    codebook_gradient: str = PAPER["codebook_gradient"]
+    sentence_encoder_embeddings: str = PAPER["sentence_encoder_embeddings"]
+    decay_codebook_and_embeddings: bool = PAPER["decay_codebook_and_embeddings"]
+    decay_weights: bool = PAPER["decay_weights"]
+    state_init: str = PAPER["state_init"]
+    state_init_events: int = PAPER["state_init_events"]
+    dead_code_steps: int = PAPER["dead_code_steps"]
+    ema_decay: float | int | None = PAPER["ema_decay"]  # 0 (or None, older configs): off
+    entropy_weight: float | int = PAPER["entropy_weight"]
+    event_norm: str = PAPER["event_norm"]
+    event_gradient: str = PAPER["event_gradient"]
+    predictor_residual: bool = PAPER["predictor_residual"]
+    contrastive_candidates: str = PAPER["contrastive_candidates"]
 
     sent_token_id: int | None = None
     entity_token_ids: list[int] | None = None
@@ -110,14 +113,11 @@ class EricConfig(BartConfig):
             raise ValueError("state_dim must be divisible by state_attention_heads")
         if self.tau <= 0 or self.entity_temperature <= 0:
             raise ValueError("tau and entity_temperature must be > 0")
-        choices = {"codebook_gradient": ("dense", "selected"), "sentence_encoder_embeddings": ("own", "shared"),
-                   "state_init": ("random", "kmeans"), "event_norm": ("none", "batch"),
-                   "event_gradient": EVENT_GRADIENTS, "contrastive_candidates": ("batch", "text")}
-        for name, allowed in choices.items():
+        for name, allowed in STATE_SPACE_CHOICES.items():  # a config.json may come from anywhere
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, not {getattr(self, name)!r}")
-        if self.ema_decay is not None and not 0 < self.ema_decay < 1:
-            raise ValueError("ema_decay must be in (0, 1) or None")
+        if self.ema_decay and not 0 < self.ema_decay < 1:
+            raise ValueError("ema_decay must be in (0, 1), or 0 (off)")
         if self.dead_code_steps < 0 or self.entropy_weight < 0 or self.state_init_events < 1:
             raise ValueError("dead_code_steps and entropy_weight must be >= 0, state_init_events >= 1")
 

@@ -209,7 +209,7 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
             self.state_input = nn.Linear(config.state_dim, config.d_model, bias=False)
             self.state_space = StateSpace(
                 config.num_states, config.state_dim, gradient=config.codebook_gradient,
-                ema_decay=config.ema_decay, recent_events=config.state_buffer_size,
+                ema_decay=config.ema_decay or None, recent_events=config.state_buffer_size,
             )
             self.state_predictor = StatePredictor(
                 config.d_model, config.state_dim, config.state_attention_heads, residual=config.predictor_residual

@@ -122,18 +122,9 @@ def eric_options(params: ModelParams, variant: Variant | str, ids: SpecialTokenI
 
 
 def state_space_options(params: ModelParams) -> dict:
-    """EricConfig's state-space fields from `model.state_space` (its recipe + overrides)."""
-    v = params.state_space.resolved(params.init)
-    return dict(
-        codebook_init_std=v["codebook_init_std"], codebook_gradient=v["codebook_gradient"],
-        sentence_encoder_embeddings=v["sentence_encoder_embeddings"],
-        decay_codebook_and_embeddings=v["decay_codebook_and_embeddings"], decay_weights=v["decay_weights"],
-        state_init=v["init"],
-        state_init_events=v["init_events"], dead_code_steps=v["dead_code_steps"],
-        ema_decay=v["ema_decay"] or None, entropy_weight=v["entropy_weight"], event_norm=v["event_norm"],
-        event_gradient=v["event_gradient"], predictor_residual=v["predictor_residual"],
-        contrastive_candidates=v["contrastive_candidates"],
-    )
+    """EricConfig's state-space fields: `model.state_space` resolved (its recipe + overrides),
+    under the same names."""
+    return params.state_space.resolved(params.init)
 
 
 def variant_class(params: ModelParams, variant: Variant | str) -> type[EricForConditionalGeneration]:

@@ -28,10 +28,8 @@ def parameter_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
             continue
         is_exempt = param.ndim < 2 or name in exempt or any(key in name.lower() for key in NO_DECAY)
         (no_decay if is_exempt else decay).append(param)
-    return [
-        {"params": decay, "weight_decay": weight_decay},
-        {"params": no_decay, "weight_decay": 0.0},
-    ]
+    groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    return [g for g in groups if g["params"]]  # an empty group (nothing decays: the paper recipe) upsets DeepSpeed
 
 
 def linear_schedule(total_steps: int, warmup_steps: int = 0):

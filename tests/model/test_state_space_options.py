@@ -74,10 +74,10 @@ def test_codebook_and_embeddings_are_not_weight_decayed_unless_asked():
         names = {id(p): n for n, p in model.named_parameters()}
         return {names[id(p)] for g in groups if g["weight_decay"] > 0 for p in g["params"]}
 
-    names = decayed(tiny_model())
+    names = decayed(tiny_model(decay_weights=True))  # a measured remedy's optimizer (the paper decays nothing)
     assert not any("codebook" in n or "shared" in n or "embed_tokens" in n for n in names)
     assert any("fc1" in n for n in names)  # the rest still decays
-    legacy = decayed(tiny_model(decay_codebook_and_embeddings=True))
+    legacy = decayed(tiny_model(decay_weights=True, decay_codebook_and_embeddings=True))
     assert "state_space.codebook" in legacy and "model.shared.weight" in legacy
     assert decayed(tiny_model(decay_weights=False)) == set()  # the authors' optimizer: no decay at all
 
@@ -100,14 +100,14 @@ def test_recipes_resolve_with_overrides_and_paper_is_faithful():
     paper = StateSpaceParams(recipe="paper").resolved()
     assert paper["codebook_gradient"] == "dense" and paper["sentence_encoder_embeddings"] == "own"
     assert paper["codebook_init_std"] is None and paper["decay_codebook_and_embeddings"] is False
-    assert paper["init"] == "random" and paper["dead_code_steps"] == 0 and paper["entropy_weight"] == 0
+    assert paper["state_init"] == "random" and paper["dead_code_steps"] == 0 and paper["entropy_weight"] == 0
     legacy = StateSpaceParams(recipe="legacy").resolved()
     assert legacy["codebook_init_std"] == 1.0 and legacy["codebook_gradient"] == "selected"
     auto = StateSpaceParams()
     assert auto.effective_recipe(None) == "decoupled" and auto.effective_recipe("/models/bart-base") == "paper"
     assert auto.resolved("/models/bart-base") == StateSpaceParams(recipe="paper").resolved()
     mixed = StateSpaceParams(recipe="remedied", entropy_weight=0.0).resolved()
-    assert mixed["init"] == "kmeans" and mixed["dead_code_steps"] > 0 and mixed["entropy_weight"] == 0
+    assert mixed["state_init"] == "kmeans" and mixed["dead_code_steps"] > 0 and mixed["entropy_weight"] == 0
 
 
 def test_ema_codebook_moves_to_the_mean_of_its_events_without_gradient():
@@ -192,3 +192,19 @@ def test_the_contrastive_objective_is_learnable_end_to_end():
         out.loss.backward()
         optimizer.step()
     assert float(out.contrastive_loss) < 0.6 * float(out.contrastive_chance)
+
+
+def test_every_state_space_option_reaches_the_config_under_its_own_name():
+    """One declaration (issue 26): model.state_space's options are EricConfig's fields, with no
+    renaming between them, and EricConfig's defaults are the paper recipe's values."""
+    from eric.config import RECIPES
+    from eric.model.config import EricConfig
+    from eric.model.variants import build_config
+    from tests.model.architecture_suite import IDS
+
+    assert set(StateSpaceParams.model_fields) - {"recipe"} == set(RECIPES["paper"])
+    assert {k: getattr(EricConfig(), k) for k in RECIPES["paper"]} == RECIPES["paper"]
+    for recipe in RECIPES:
+        resolved = StateSpaceParams(recipe=recipe).resolved()
+        config = build_config(ModelParams(max_entities=5, state_space={"recipe": recipe}), "eric", 200, IDS)
+        assert {k: getattr(config, k) for k in resolved} == resolved, recipe
