@@ -167,3 +167,19 @@ def test_bad_inputs_are_one_line_errors(workspace, tmp_path):
         train_stage_one.prepare(load_params(tmp_path / "p.yaml"), "eric")
     with pytest.raises(ParamsError, match="not defined in model.variants"):
         load_params(params, {"variants": ["eric", "gpt"]})
+
+
+def test_the_paper_recipe_which_decays_no_weight_trains(workspace, tmp_path):
+    """recipe: paper (also `auto` from a checkpoint) puts every weight in the no-decay group; the
+    empty decay group once made the LR scheduler fail at the first step."""
+    import train_stage_one
+
+    params = yaml.safe_load((workspace / "params.yaml").read_text())
+    params["model"]["state_space"]["recipe"] = "paper"
+    params["train"].update(max_steps=2, mlflow=False, checkpoint_dir=str(tmp_path / "ckpt"),
+                           out_dir=str(tmp_path / "models"), metrics_dir=str(tmp_path / "metrics"),
+                           plots_dir=str(tmp_path / "plots"))
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(params))
+    metrics = train_stage_one.run.fn("eric", str(path))
+    assert metrics["steps"] == 2 and metrics["state_space_recipe"] == "paper"
