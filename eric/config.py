@@ -219,6 +219,7 @@ STATE_SPACE_CHOICES = {
     "event_norm": ("none", "batch"),
     "event_gradient": ("all", "lm", "contrastive", "none"),
     "contrastive_candidates": ("batch", "text"),
+    "predictor_scale": ("none", "sqrt_d"),
 }
 _choice = lambda name: Literal[STATE_SPACE_CHOICES[name]] | None  # noqa: E731
 
@@ -248,6 +249,7 @@ class StateSpaceParams(Section):
     event_norm: _choice("event_norm") = None  # batch: e_n centred over the batch
     event_gradient: _choice("event_gradient") = None  # which losses train e_n
     predictor_residual: bool | None = None  # true: e^_n also reads its query directly
+    predictor_scale: _choice("predictor_scale") = None  # none: unscaled q.k (the authors' code) | sqrt_d: / sqrt(D)
     contrastive_candidates: _choice("contrastive_candidates") = None  # text: L_CL's candidates from the anchor's text
 
     def effective_recipe(self, init: str | None = None) -> str:
@@ -273,14 +275,16 @@ def effective_recipe(recipe: str, init: str | None) -> str:
 
 # name -> the options it sets (on top of `paper`). `legacy` is this project's first version,
 # kept to measure what the faithful fixes changed.
-# The remedies were measured with AdamW's weight decay (train.weight_decay) on every other weight
-# (docs/state-space.md), so they keep it (DECAYED); `paper` decays nothing, as the authors' code.
-DECAYED = dict(decay_weights=True)
+# The remedies were measured with AdamW's weight decay (train.weight_decay) on every other weight and
+# with the predictor's attention scaled by 1/sqrt(D) (docs/state-space.md), so they keep both
+# (DECAYED); `paper` decays nothing and scales nothing, as the authors' code.
+DECAYED = dict(decay_weights=True, predictor_scale="sqrt_d")
 RECIPES: dict[str, dict] = {
     "paper": dict(codebook_init_std=None, codebook_gradient="dense", sentence_encoder_embeddings="own",
                   decay_codebook_and_embeddings=False, decay_weights=False, state_init="random", state_init_events=1024,
                   dead_code_steps=0, ema_decay=0.0, entropy_weight=0.0, event_norm="none",
-                  event_gradient="all", predictor_residual=False, contrastive_candidates="batch"),
+                  event_gradient="all", predictor_residual=False, contrastive_candidates="batch",
+                  predictor_scale="none"),
     "legacy": dict(**DECAYED, codebook_init_std=1.0, codebook_gradient="selected",
                    sentence_encoder_embeddings="shared", decay_codebook_and_embeddings=True),
     "kmeans": dict(**DECAYED, state_init="kmeans"),

@@ -41,6 +41,8 @@ params.yaml's `model.state_space.recipe` names bundles of these (eric/config.py 
                            reads sg(s_n)); none: neither (the sentence encoder stays as initialized)
     predictor_residual     False (paper): e^_n is the attention's output only; True: plus a
                            projection of its query q_{n-1} + E(p_n)
+    predictor_scale        none (the authors' code): the predictor's attention logits are q.k;
+                           sqrt_d (this project's first version, the remedies' measurements): q.k / sqrt(D)
     contrastive_candidates batch (paper): every (unit, entity) of the mini-batch is a candidate;
                            text: only those of the anchor's own text
 
@@ -97,6 +99,7 @@ class EricConfig(BartConfig):
     event_norm: str = PAPER["event_norm"]
     event_gradient: str = PAPER["event_gradient"]
     predictor_residual: bool = PAPER["predictor_residual"]
+    predictor_scale: str = PAPER["predictor_scale"]
     contrastive_candidates: str = PAPER["contrastive_candidates"]
 
     sent_token_id: int | None = None

@@ -212,7 +212,8 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
                 ema_decay=config.ema_decay or None, recent_events=config.state_buffer_size,
             )
             self.state_predictor = StatePredictor(
-                config.d_model, config.state_dim, config.state_attention_heads, residual=config.predictor_residual
+                config.d_model, config.state_dim, config.state_attention_heads, residual=config.predictor_residual,
+                scaled=config.predictor_scale == "sqrt_d",
             )
             self.sentence_encoder = SentenceEncoder(config)
         self.post_init()

@@ -6,7 +6,8 @@
 where q_{n-1} is the mean last-layer decoder state of unit n-1.
 
 `StatePredictor`: e^_n = normalize(Attn(Q = q_{n-1} + E(p_n), K/V = the last-layer
-states before the n-th sentence token)), in the state dimension D. Quantizing e^_n
+states before the n-th sentence token)), in the state dimension D; the attention logits are
+q.k as in the authors' code, or q.k / sqrt(D) with `scaled` (`predictor_scale: sqrt_d`). Quantizing e^_n
 to the state space gives the state used at generation time. In the paper the query only
 weighs the prefix: what e^_n says is a mix of the prefix's values, so the planned entity
 reaches it only through where it attends. `residual=True` adds a projection of the query
@@ -48,9 +49,11 @@ class EntityPlanner(nn.Module):
 
 
 class StatePredictor(nn.Module):
-    def __init__(self, d_model: int, state_dim: int, num_heads: int = 1, residual: bool = False):
+    def __init__(self, d_model: int, state_dim: int, num_heads: int = 1, residual: bool = False,
+                 scaled: bool = False):
         super().__init__()
         self.num_heads = num_heads
+        self.scale = None if scaled else 1.0  # None: SDPA's 1/sqrt(head dim); 1.0: the authors' unscaled q.k
         self.head_dim = state_dim // num_heads
         self.q_proj = nn.Linear(d_model, state_dim)
         self.k_proj = nn.Linear(d_model, state_dim)
@@ -75,7 +78,7 @@ class StatePredictor(nn.Module):
             bias = bias.masked_fill(~visible, torch.finfo(q.dtype).min)[:, None]
         if keys.dtype != q.dtype:
             keys, values = keys.to(q.dtype), values.to(q.dtype)
-        out = F.scaled_dot_product_attention(q, self._heads(keys), self._heads(values), bias)
+        out = F.scaled_dot_product_attention(q, self._heads(keys), self._heads(values), bias, scale=self.scale)
         if self.num_heads == 1:
             out = out.squeeze(1)
         else:

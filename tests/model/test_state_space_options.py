@@ -208,3 +208,23 @@ def test_every_state_space_option_reaches_the_config_under_its_own_name():
         resolved = StateSpaceParams(recipe=recipe).resolved()
         config = build_config(ModelParams(max_entities=5, state_space={"recipe": recipe}), "eric", 200, IDS)
         assert {k: getattr(config, k) for k in resolved} == resolved, recipe
+
+
+def test_the_predictor_attends_unscaled_as_the_authors_code_or_over_sqrt_d():
+    """predictor_scale: none (the paper recipe, the authors' code) weighs the prefix by softmax(q.k);
+    sqrt_d (the remedies, as measured) by softmax(q.k / sqrt(D)). By hand on one query."""
+    from torch.nn import functional as F
+
+    from eric.model.planner import StatePredictor
+
+    torch.manual_seed(0)
+    query, hidden = torch.randn(1, 1, 6), torch.randn(1, 3, 6)
+    for scaled, divisor in ((False, 1.0), (True, 2.0)):  # D = 4
+        predictor = StatePredictor(d_model=6, state_dim=4, scaled=scaled)
+        keys, values = predictor.memory(hidden)
+        q = predictor.q_proj(query)[0, 0]
+        weights = torch.softmax(keys[0] @ q / divisor, dim=0)
+        expected = F.normalize(predictor.out_proj(weights @ values[0]), dim=-1)
+        assert torch.allclose(predictor(query, keys, values, None)[0, 0], expected, atol=1e-6)
+    paper, decoupled = (StateSpaceParams(recipe=r).resolved()["predictor_scale"] for r in ("paper", "decoupled"))
+    assert (paper, decoupled) == ("none", "sqrt_d")
