@@ -41,7 +41,7 @@ TRANSITIONS_NOTE = ("On the training split: an entity's successive units in a te
                     "entity and has a gold state (other units skipped). Confidence: the product of each unit's "
                     "state-to-event cosine, averaged over the pair's transitions. Two examples per pair, the most "
                     "confident, the entity highlighted.")
-ANALYSIS_COLUMNS = ("Form", "Mention control", "States used", "Top state", "Coherence", "Coherence (rand. states)",
+ANALYSIS_COLUMNS = ("Form", "Mention control", "States used", "Top state", "Coherence (LM)", "Coherence (LM, rand. states)",
                     "Reused mention", "Random name")
 
 
@@ -151,8 +151,14 @@ ANALYSIS_NOTE = ("Form: two-stage (placeholders, then the mention model writes t
                  "Mention control: generated units mentioning the planned entity (or none for `<none>`). "
                  "States used: of K, by the gold states of the training units (DiscoDVT: codes used of its "
                  "K by the posterior over the training targets); top state (code): id and share. "
-                 "Coherence: accuracy of preferring the original unit to one whose first placeholder was "
-                 "swapped for an earlier entity. Reused mention / random name: merge fallbacks "
+                 "Coherence (LM): accuracy of preferring the original unit to one whose first placeholder was "
+                 "swapped for an earlier entity, by the unit's LM score (the paper's test). A model that reads "
+                 "p_n is told the swapped-in entity and pays nothing for choosing it, so this column compares "
+                 "models that all read p_n (ERIC, its ablations with an entity input) with each other and "
+                 "with their random-state runs; it does not rank them against models without p_n. The "
+                 "scorings for that comparison (joint: plus the planner's log-probability of the entity; "
+                 "event: the swapped placeholder left out of both scores) with McNemar's test between paired "
+                 "models are in the EntityWorld study (docs/entityworld-study.md). Reused mention / random name: merge fallbacks "
                  "(shares of placeholder occurrences).")
 
 

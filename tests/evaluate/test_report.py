@@ -54,6 +54,20 @@ def test_report_files(tmp_path):
         assert paths[name].read_bytes()[:4] == b"\x89PNG"
 
 
+def test_both_formats_render_one_section_list_and_label_the_coherence_comparison(tmp_path):
+    from eric.evaluate.report import sections
+
+    paths = write_report(inputs(), tmp_path / "reports")
+    markdown, page = paths["markdown"].read_text(), paths["html"].read_text()
+    plots = {"Entity coherence by position": "coherence.png", "State usage": "state_usage.png"}
+    for block in sections(inputs(), plots):  # every block of the one list, in both formats
+        assert block.markdown.splitlines()[0] in markdown and block.html in page
+    assert page.count("<h2") == markdown.count("\n## ") and page.count("<p>") == 2  # the two notes
+    assert "| Coherence (LM) | Coherence (LM, rand. states) |" in markdown
+    assert "compares models that all read p_n" in markdown and "McNemar" in markdown  # which comparison it supports
+    assert "compares models that all read p_n" in page
+
+
 def test_a_report_without_truth_or_analyses_still_builds(tmp_path):
     paths = write_report(ReportInputs({"bart": BART}), tmp_path)
     markdown = paths["markdown"].read_text()
