@@ -8,9 +8,14 @@ a change meant to alter behaviour rewrites them on purpose and says so in its co
 
     ERIC_WRITE_PINS=1 python -m pytest tests/model tests/train/test_pinned_training.py -k pinned
 
-Floats compare to a relative 2e-4 (other CPUs sum in other orders); integers, strings and
-token ids compare exactly. Pinned code runs on one torch thread (`one_thread`): a second
-thread sums in another order, which k-means and dead-code re-seeding amplify past that.
+Integers, strings, token ids and whole-number floats (counts read back from a CSV) compare
+exactly; other floats to a relative 2e-4 (FORWARD: one forward pass). Other CPUs sum in
+other orders: with ATEN_CPU_CAPABILITY=default (no vector kernels) the forward pins hold at
+2e-4, but ERIC's 4-step training curve moves by up to 4% (its codebook gradient norm at step 3,
+2.735 -> 2.845; k-means init and re-seeding amplify the first difference), so the training pins
+compare at 5e-2 (TRAINING) and lean on their exact counts (states used, codes re-seeded).
+Pinned code runs on one torch thread (`one_thread`): the thread count changes the order of
+sums too.
 """
 
 from __future__ import annotations
@@ -25,10 +30,11 @@ import torch
 
 PINS = Path(__file__).resolve().parent / "fixtures" / "pinned.json"
 WRITE = "ERIC_WRITE_PINS"
-REL, ABS = 2e-4, 1e-6
+FORWARD = dict(rel=2e-4, abs_tol=1e-6)  # one forward pass
+TRAINING = dict(rel=5e-2, abs_tol=1e-3)  # a few optimizer steps on other kernels (see above)
 
 
-def check_pinned(key: str, observed) -> None:
+def check_pinned(key: str, observed, tolerance: dict = FORWARD) -> None:
     """Assert `observed` equals the pinned value of `key` (or record it under ERIC_WRITE_PINS=1)."""
     observed = json.loads(json.dumps(observed))  # tuples -> lists, keys -> str: what the file holds
     if os.environ.get(WRITE):
@@ -36,7 +42,7 @@ def check_pinned(key: str, observed) -> None:
         return
     pinned = json.loads(PINS.read_text()) if PINS.is_file() else {}
     assert key in pinned, f"nothing pinned for {key!r} in {PINS}: record it with {WRITE}=1 (see tests/pins.py)"
-    mismatch = _difference(pinned[key], observed, key)
+    mismatch = _difference(pinned[key], observed, key, tolerance)
     assert mismatch is None, f"pinned behaviour changed: {mismatch}"
 
 
@@ -57,20 +63,20 @@ def _record(key: str, observed) -> None:
     PINS.write_text(json.dumps(dict(sorted(pinned.items())), indent=1) + "\n")
 
 
-def _difference(expected, observed, where: str) -> str | None:
+def _difference(expected, observed, where: str, tolerance: dict) -> str | None:
     """The first place where `observed` departs from `expected`, or None."""
     if isinstance(expected, dict) and isinstance(observed, dict):
         if expected.keys() != observed.keys():
             return f"{where}: keys {sorted(expected)} != {sorted(observed)}"
-        return next((d for k in expected if (d := _difference(expected[k], observed[k], f"{where}.{k}"))), None)
+        return next((d for k in expected if (d := _difference(expected[k], observed[k], f"{where}.{k}", tolerance))), None)
     if isinstance(expected, list) and isinstance(observed, list):
         if len(expected) != len(observed):
             return f"{where}: length {len(expected)} != {len(observed)}"
         return next((d for i, (a, b) in enumerate(zip(expected, observed))
-                     if (d := _difference(a, b, f"{where}[{i}]"))), None)
-    if isinstance(expected, float) or isinstance(observed, float):
-        if isinstance(expected, (int, float)) and isinstance(observed, (int, float)) and \
-                math.isclose(expected, observed, rel_tol=REL, abs_tol=ABS):
+                     if (d := _difference(a, b, f"{where}[{i}]", tolerance))), None)
+    numbers = isinstance(expected, (int, float)) and isinstance(observed, (int, float))
+    if numbers and isinstance(expected, float) and not float(expected).is_integer():
+        if math.isclose(expected, observed, rel_tol=tolerance["rel"], abs_tol=tolerance["abs_tol"]):
             return None
         return f"{where}: {expected!r} != {observed!r}"
     return None if expected == observed else f"{where}: {expected!r} != {observed!r}"

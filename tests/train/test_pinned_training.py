@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from tests.pins import check_pinned, one_thread
+from tests.pins import TRAINING, check_pinned, one_thread
 from tests.train.test_stages import read_csv, workspace  # noqa: F401  (the fixture)
 
 UNTIMED = ("tokens_per_s", "_seconds")  # wall-clock columns (and their phase-prefixed copies) vary
@@ -49,7 +49,7 @@ def test_stage_one_training_curves_are_pinned(pinned_params, variant):
         metrics = train_stage_one.run.fn(variant, str(pinned_params))
     plots = yaml.safe_load(pinned_params.read_text())["train"]["plots_dir"]
     check_pinned(f"training/{variant}", {"steps": metrics["steps"], "states_used": metrics["states_used"],
-                                         **curves(plots, variant)})
+                                         **curves(plots, variant)}, TRAINING)
 
 
 def test_mention_writer_training_curve_is_pinned(pinned_params):
@@ -58,4 +58,4 @@ def test_mention_writer_training_curve_is_pinned(pinned_params):
     with one_thread():
         metrics = train_mentions.run.fn(str(pinned_params))
     plots = yaml.safe_load(pinned_params.read_text())["train"]["plots_dir"]
-    check_pinned("training/mentions", {"steps": metrics["steps"], **curves(plots, "mentions")})
+    check_pinned("training/mentions", {"steps": metrics["steps"], **curves(plots, "mentions")}, TRAINING)
