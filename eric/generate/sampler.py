@@ -17,55 +17,39 @@ placeholder falls back to a training name (counted as `random_name`).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 import torch
 from tqdm.auto import tqdm
 
+from eric.config import MentionsParams, ModelParams, Params, PreprocessParams, SampleParams
 from eric.generate.inputs import StoryInput
 from eric.generate.loading import is_two_stage
 from eric.generate.merge import PLACEHOLDER, NamePool, merge_mentions, parse_mentions
 
-if TYPE_CHECKING:
-    from eric.config import Params
 
+class SamplingOptions(SampleParams):
+    """What sampling reads: params.yaml's `sample` section (declared there, once) plus what other
+    sections declare for it, resolved by `from_params`: the input and mention lengths the models
+    were trained with, the stage-two separator, and the seed."""
 
-@dataclass(frozen=True)
-class SamplingOptions:
-    batch_size: int = 8
-    decoding: str = "shared"  # shared: the settings below for every model | original: the model's `original_decoding` over them
-    top_p: float = 0.9
-    top_k: int = 0
-    temperature: float = 1.0
-    entity_temperature: float | None = None  # None: the model's config
-    no_repeat_ngram_size: int = 0
-    max_length: int = 512  # stage-one tokens
-    max_units: int | None = None
-    max_source_length: int = 128  # stage-one input tokens (as in training)
-    mention_top_p: float = 0.9
-    mention_top_k: int = 0
-    mention_max_length: int = 128
-    mention_max_source_length: int = 512
-    separator: str = " </s> "  # between input and stage-one text, as in the stage-two examples
-    seed: int = 42
+    max_source_length: int = ModelParams.model_fields["max_source_length"].default  # model.max_source_length
+    mention_max_source_length: int = MentionsParams.model_fields["max_source_length"].default  # mentions.max_source_length
+    separator: str = PreprocessParams.model_fields["stage_two_separator"].default  # between input and stage-one text
+    seed: int = 42  # the sample seed, else the top-level one
     progress: bool = True
 
     @classmethod
     def from_params(cls, params: Params, progress: bool = True) -> SamplingOptions:
         s = params.sample
-        return cls(
-            batch_size=s.batch_size, decoding=s.decoding, top_p=s.top_p, top_k=s.top_k, temperature=s.temperature,
-            entity_temperature=s.entity_temperature, no_repeat_ngram_size=s.no_repeat_ngram_size,
-            max_length=s.max_length, max_units=s.max_units, max_source_length=params.model.max_source_length,
-            mention_top_p=s.mention_top_p, mention_top_k=s.mention_top_k, mention_max_length=s.mention_max_length,
-            mention_max_source_length=params.mentions.max_source_length,
-            separator=params.preprocess.stage_two_separator,
-            seed=params.seed if s.seed is None else s.seed, progress=progress,
-        )
+        return cls(**s.model_dump(exclude={"seed"}), max_source_length=params.model.max_source_length,
+                   mention_max_source_length=params.mentions.max_source_length,
+                   separator=params.preprocess.stage_two_separator,
+                   seed=params.seed if s.seed is None else s.seed, progress=progress)
 
     def as_dict(self) -> dict:
-        return {k: v for k, v in asdict(self).items() if k != "progress"}
+        """The options a samples file records (not where the stage reads or writes)."""
+        return self.model_dump(exclude={"progress", "split", "num_inputs", "out_dir"})
 
 
 def stage_one_decoding(model, options: SamplingOptions) -> dict:
@@ -73,10 +57,8 @@ def stage_one_decoding(model, options: SamplingOptions) -> dict:
     the architecture's own (its class's `original_decoding`) over them. Recorded in the samples' metadata."""
     settings = {"do_sample": True, "temperature": options.temperature, "top_k": options.top_k,
                 "top_p": options.top_p, "penalty_alpha": None}
-    if options.decoding == "original":
+    if options.decoding == "original":  # else "shared" (SampleParams allows no other value)
         settings.update(getattr(type(model), "original_decoding", {}))
-    elif options.decoding != "shared":
-        raise ValueError(f"decoding {options.decoding!r}: shared | original")
     if settings["penalty_alpha"] is not None:  # contrastive search: deterministic, top_k is its k
         settings["do_sample"] = False
     return settings

@@ -186,7 +186,7 @@ def test_original_decoding_changes_simctg_and_hint_and_leaves_eric_unchanged():
         "do_sample": False, "temperature": 1.0, "top_k": 5, "top_p": 1.0, "penalty_alpha": 0.6}
     assert stage_one_decoding(tiny_hint(), original) == {**shared, "temperature": 0.7}
     with pytest.raises(ValueError):
-        stage_one_decoding(tiny_model(), SamplingOptions(decoding="beam"))
+        stage_one_decoding(tiny_model(), SamplingOptions(decoding="beam"))  # refused by SampleParams itself
 
 
 def test_original_decoding_samples_eric_as_shared_and_simctg_by_contrastive_search(tiny_project, inputs, models):
