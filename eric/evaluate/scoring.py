@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from eric.config import resolve_path
 from eric.evaluate import metrics
 from eric.evaluate.errors import EvaluationError
 from eric.evaluate.mauve_score import MINILM, Featurizer, cached_features, make_featurizer, mauve_score
@@ -27,8 +28,6 @@ def evaluate_with(settings, generations: Sequence[str], references: Sequence[str
                   inputs: Sequence[str] | None = None) -> dict:
     """`evaluate_texts` with params.yaml's evaluate section (an EvaluateParams): the one place its
     settings are unpacked, for the DVC stage and `eric evaluate`."""
-    from eric.config import resolve_path
-
     featurizer = settings.featurizer if settings.featurizer == MINILM else str(resolve_path(settings.featurizer))
     return evaluate_texts(
         generations, references, inputs, mauve=settings.mauve, featurizer=featurizer, seed=settings.seed,

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import pkgutil
 from pathlib import Path
 
 import eric.model
@@ -56,12 +55,8 @@ def architecture(kind: str):
 def builtin_kinds() -> list[str]:
     """The kinds whose modules live in eric/model (found by their ARCHITECTURE line, no import)."""
     folder = Path(eric.model.__path__[0])
-    kinds = ["eric"]
-    for info in pkgutil.iter_modules([str(folder)]):
-        text = (folder / f"{info.name}.py").read_text() if (folder / f"{info.name}.py").is_file() else ""
-        if info.name != "modeling_eric" and "\nARCHITECTURE = " in text:
-            kinds.append(info.name)
-    return sorted(kinds)
+    found = [p.stem for p in folder.glob("*.py") if p.stem != "modeling_eric" and "\nARCHITECTURE = " in p.read_text()]
+    return sorted(["eric", *found])
 
 
 def architecture_of(model_dir: str | Path):

@@ -108,7 +108,7 @@ def eric_options(params: ModelParams, variant: Variant | str, ids: SpecialTokenI
         hard_negatives=params.hard_negatives,
         entity_temperature=params.entity_temperature,
         first_unit_state=params.first_unit_state,
-        **state_space_options(params),
+        **params.state_space.resolved(params.init),  # model.state_space under EricConfig's own names
         sent_token_id=ids.sent,
         entity_token_ids=list(ids.entities),
         pad_token_id=ids.pad,
@@ -119,17 +119,6 @@ def eric_options(params: ModelParams, variant: Variant | str, ids: SpecialTokenI
         dropout=params.dropout,
         **variant.switches,
     )
-
-
-def state_space_options(params: ModelParams) -> dict:
-    """EricConfig's state-space fields: `model.state_space` resolved (its recipe + overrides),
-    under the same names."""
-    return params.state_space.resolved(params.init)
-
-
-def variant_class(params: ModelParams, variant: Variant | str) -> type[EricForConditionalGeneration]:
-    """The architecture a variant builds (ERIC, or a baseline's own module)."""
-    return _resolved(params, variant).cls
 
 
 def variant_options(params: ModelParams, variant: Variant | str, ids: SpecialTokenIds) -> dict:
