@@ -350,6 +350,7 @@ class LoopSettings(Section):
     length_grouping: bool = True  # step batches of similar lengths (less padding)
     compile: bool = False  # torch.compile the model's forward + backward (nn.Module.compile, in place)
     compile_backend: str = "inductor"  # torch.compile backend; "aot_eager" traces without code generation
+    fused_optimizer: bool | None = None  # AdamW in one kernel for every tensor; null: on CUDA only
     progress: bool = True
 
 

@@ -18,7 +18,16 @@ from transformers.masking_utils import create_bidirectional_mask, create_causal_
 from transformers.models.bart.modeling_bart import BartDecoderLayer, BartLearnedPositionalEmbedding
 
 from eric.model.config import EricConfig
-from eric.model.state_attention import StateAttention, StateAttentionCache, StateAttentionInputs
+from eric.model.state_attention import StateAttention, StateAttentionCache, StateAttentionInputs, StateKeys
+
+
+def padding_mask_4d(mask: torch.Tensor | None, config) -> torch.Tensor | None:
+    """A [B, S] padding mask as the [B, 1, 1, S] boolean mask SDPA reads as is. transformers'
+    mask builders would first check on the host whether any position is padding (a sync a
+    call); other attention implementations get the 2D mask back for those builders."""
+    if mask is None or mask.dim() != 2 or config._attn_implementation != "sdpa":
+        return mask
+    return mask[:, None, None, :].bool()
 
 
 @dataclass
@@ -108,10 +117,12 @@ class EricDecoder(nn.Module):
         encoder_attention_mask: torch.Tensor | None = None,
         attention_mask: torch.Tensor | None = None,
         cache: EricCache | None = None,
+        state_keys: StateKeys | None = None,
     ) -> torch.Tensor:
         """inputs_embeds [B, T, d] (token + entity input), is_sent [B, T]; returns the last layer [B, T, d].
 
-        `encoder_attention_mask` may be 2D (padding) or an already built 4D mask.
+        `encoder_attention_mask` may be 2D (padding) or an already built 4D mask; `state_keys`
+        the state attention's key slots if the caller knows them (else found from is_sent).
         """
         batch, length, _ = inputs_embeds.shape
         past = cache.length if cache is not None else 0
@@ -120,7 +131,7 @@ class EricDecoder(nn.Module):
         hidden = nn.functional.dropout(self.layernorm_embedding(hidden), p=self.dropout, training=self.training)
 
         self_mask = self._self_attention_mask(inputs_embeds, attention_mask, cache, past)
-        cross_mask = encoder_attention_mask
+        cross_mask = padding_mask_4d(encoder_attention_mask, self.config)
         if cross_mask is not None and cross_mask.dim() == 2:
             cross_mask = create_bidirectional_mask(
                 config=self.config,
@@ -132,7 +143,7 @@ class EricDecoder(nn.Module):
         if self.config.use_state_attention:
             state_cache = cache.state if cache is not None else None
             any_sent = cache.reads_sent if cache is not None else None  # read for one-token steps only
-            state_inputs = StateAttentionInputs.build(is_sent, past, hidden.dtype, state_cache, any_sent)
+            state_inputs = StateAttentionInputs.build(is_sent, past, hidden.dtype, state_cache, any_sent, state_keys)
         if cache is not None:
             cache.length += length
             cache.reads_sent = None
@@ -145,6 +156,8 @@ class EricDecoder(nn.Module):
         length = inputs_embeds.shape[1]
         if length == 1 and attention_mask is None:
             return None  # one query at the end of the cache sees everything
+        if attention_mask is None and cache is None and self.config._attn_implementation == "sdpa":
+            return None  # SDPA's own causal mask (is_causal): padding sits at the end, after every real token
         if attention_mask is None:
             attention_mask = torch.ones(inputs_embeds.shape[0], past + length, device=inputs_embeds.device)
         return create_causal_mask(

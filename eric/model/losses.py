@@ -16,10 +16,11 @@ def language_model_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Ten
 
 
 def entity_loss(logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """L_Ent: cross-entropy of the planner over the units in `mask` (zero if none)."""
-    if not bool(mask.any()):
-        return logits.sum() * 0.0
-    return F.cross_entropy(logits[mask].float(), targets[mask])
+    """L_Ent: cross-entropy of the planner over the units in `mask` (zero if none); a masked
+    mean, so no shape depends on the mask."""
+    per_unit = F.cross_entropy(logits.float().flatten(0, -2), targets.flatten(), reduction="none")
+    weight = mask.flatten().to(per_unit.dtype)
+    return (per_unit * weight).sum() / weight.sum().clamp(min=1)
 
 
 def joint_representation(events: torch.Tensor, states: torch.Tensor) -> torch.Tensor:
@@ -29,21 +30,26 @@ def joint_representation(events: torch.Tensor, states: torch.Tensor) -> torch.Te
 
 def info_nce(
     anchors: torch.Tensor, positives: torch.Tensor, tau: float, extra_negatives: torch.Tensor | None = None,
-    allowed: torch.Tensor | None = None,
+    allowed: torch.Tensor | None = None, valid: torch.Tensor | None = None, negatives_valid: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """InfoNCE with in-batch negatives: anchor i's positive is positives[i], the others are negatives.
 
     anchors, positives [M, D] (normalized); extra_negatives [H, D] are negatives for
     every anchor (the authors' hard negatives). `allowed` [M, M + H] bool, if given, limits
-    each anchor's candidates (e.g. to its own text); the diagonal must be allowed. Zero when M = 0.
+    each anchor's candidates (e.g. to its own text); the diagonal must be allowed. `valid` [M] /
+    `negatives_valid` [H] mark the real rows of padded inputs (all if None): the loss is the mean
+    over valid anchors of their cross-entropy over valid candidates, zero when there is none.
     """
-    if anchors.shape[0] == 0:
-        return anchors.sum() * 0.0 + positives.sum() * 0.0
     candidates = positives if extra_negatives is None else torch.cat([positives, extra_negatives], dim=0)
     logits = anchors.float() @ candidates.float().t() / tau
+    if valid is not None:
+        column_valid = valid if extra_negatives is None else torch.cat([valid, negatives_valid])
+        allowed = column_valid[None, :] if allowed is None else allowed & column_valid[None, :]
     if allowed is not None:
         logits = logits.masked_fill(~allowed, torch.finfo(logits.dtype).min)
-    return F.cross_entropy(logits, torch.arange(anchors.shape[0], device=anchors.device))
+    per_anchor = F.cross_entropy(logits, torch.arange(anchors.shape[0], device=anchors.device), reduction="none")
+    weight = torch.ones_like(per_anchor) if valid is None else valid.to(per_anchor.dtype)
+    return (per_anchor * weight).sum() / weight.sum().clamp(min=1)
 
 
 def same_text_candidates(anchor_rows: torch.Tensor, candidate_rows: torch.Tensor) -> torch.Tensor:
@@ -51,18 +57,22 @@ def same_text_candidates(anchor_rows: torch.Tensor, candidate_rows: torch.Tensor
     return anchor_rows[:, None] == candidate_rows[None, :]
 
 
-def event_spread(events: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
-    """(mean pairwise cosine, effective rank) of unit vectors [M, D]; None for M < 2.
+def event_spread(events: torch.Tensor, valid: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(mean pairwise cosine, effective rank) of the unit vectors [M, D] under `valid` [M] (all
+    if None); NaN for fewer than two (the loop's means skip NaN).
 
     Effective rank = exp(entropy of the normalized singular values) (Roy & Vetterli 2007):
-    1 when every vector is the same, D when they fill the space evenly."""
-    if events.shape[0] < 2:
-        return None
+    1 when every vector is the same, D when they fill the space evenly. Masked rows are zeroed,
+    which adds only zero singular values: the same figure, with no shape that depends on `valid`."""
     events = events.float()
-    m = events.shape[0]
+    if valid is not None:
+        events = events * valid[:, None].to(events.dtype)
+    m = events.new_tensor(events.shape[0]) if valid is None else valid.sum().to(events.dtype)
     gram = events @ events.t()
-    mean_cosine = (gram.sum() - gram.diagonal().sum()) / (m * (m - 1))
+    mean_cosine = (gram.sum() - gram.diagonal().sum()) / (m * (m - 1)).clamp(min=1)
     singular = torch.linalg.svdvals(events)
     p = singular / singular.sum().clamp_min(1e-12)
     rank = torch.exp(-(p * p.clamp_min(1e-12).log()).sum())
-    return mean_cosine, rank
+    undefined = m < 2
+    nan = torch.full_like(rank, float("nan"))
+    return torch.where(undefined, nan, mean_cosine), torch.where(undefined, nan, rank)

@@ -25,7 +25,7 @@ returns an `EricOutput` with `loss` = lm_loss + lambda1 entity_loss + lambda2
 contrastive_loss, each term separately (None when its mechanism is switched off),
 `logits`, `entity_logits`, `state_ids` (gold units quantized), `predicted_state_ids`
 (e^_n quantized) and `codebook_usage` (share of the K states used in the batch).
-`EricOutput.loss_terms()` gives the present terms as floats, for logging.
+`EricOutput.loss_terms()` gives the present terms as floats, for logging (`scalar_terms()` as tensors).
 
 Sampling: `model.generate(input_ids, attention_mask, ...)` (eric/model/generation.py).
 Initialization from a BART checkpoint on disk: `EricForConditionalGeneration.from_bart(dir, ...)`.
@@ -48,7 +48,6 @@ Where the paper leaves a detail open (docs/paper-notes.md):
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, fields
 from functools import partial
 from pathlib import Path
@@ -62,7 +61,7 @@ from transformers.models.bart.modeling_bart import BartEncoder, BartScaledWordEm
 
 from eric.model import losses
 from eric.model.config import EricConfig
-from eric.model.decoder import EricDecoder
+from eric.model.decoder import EricDecoder, padding_mask_4d
 from eric.model.generation import EricGenerationMixin
 from eric.model.planner import EntityInput, EntityPlanner, StatePredictor
 from eric.model.sentence_encoder import SentenceEncoder
@@ -97,11 +96,16 @@ class EricOutput(ModelOutput):
     event_cosine: torch.Tensor | None = None  # mean pairwise cosine of the e_n
     event_rank: torch.Tensor | None = None  # effective rank of the e_n (exp entropy of singular values)
 
-    def loss_terms(self) -> dict[str, float]:
+    def scalar_terms(self) -> dict[str, torch.Tensor]:
         """Every scalar field that is set (the loss, its terms, diagnostics; a baseline's output
-        subclass adds its own scalar fields and they appear here with no more code)."""
-        return {f.name: float(v.detach()) for f in fields(self)
+        subclass adds its own scalar fields and they appear here with no more code), detached,
+        where they are (the training loop reads them on the host only when it logs)."""
+        return {f.name: v.detach() for f in fields(self)
                 if isinstance(v := getattr(self, f.name), torch.Tensor) and v.dim() == 0}
+
+    def loss_terms(self) -> dict[str, float]:
+        """`scalar_terms` as floats."""
+        return {k: float(v) for k, v in self.scalar_terms().items()}
 
 
 @dataclass
@@ -115,9 +119,9 @@ class UnitInputs:
     events: torch.Tensor | None = None  # [B, N, D] e_n
     states: torch.Tensor | None = None  # [B, N, D] s_n with gradient to the codebook
     state_ids: torch.Tensor | None = None  # [B, N] (-1 = none)
-    negatives: torch.Tensor | None = None  # [H, D] joint representations of hard negatives
-    negative_rows: torch.Tensor | None = None  # [H] the batch row (text) of each hard negative
-    cosines: torch.Tensor | None = None  # [M, K] cosines of the units' e_n to every state
+    negatives: torch.Tensor | None = None  # [B, N, D] joint representations of hard negatives
+    negatives_found: torch.Tensor | None = None  # [B, N] bool: a hard negative exists there
+    cosines: torch.Tensor | None = None  # [B, N, K] cosines of the units' e_n to every state
 
 
 class EricPreTrainedModel(PreTrainedModel):
@@ -261,19 +265,21 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
 
     # -- building blocks shared by training and generation --
     def encode(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
-        return self.model.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        mask = padding_mask_4d(attention_mask, self.config)
+        return self.model.encoder(input_ids=input_ids, attention_mask=mask).last_hidden_state
 
     def entity_embedding(self, classes: torch.Tensor) -> torch.Tensor:
         """E(p) for entity classes (0 = <none> gives zero)."""
         return self.entity_input(classes, self.model.shared)
 
-    def decode(self, decoder_input_ids, unit_embeds, encoder_hidden, encoder_mask=None, cache=None):
-        """Decoder pass; `unit_embeds` [B, T, d] is added to the token embeddings (zeros off sentence tokens)."""
+    def decode(self, decoder_input_ids, unit_embeds, encoder_hidden, encoder_mask=None, cache=None, state_keys=None):
+        """Decoder pass; `unit_embeds` [B, T, d] is added to the token embeddings (zeros off sentence tokens);
+        `state_keys`: the state attention's key slots when the caller knows them (the unit layout)."""
         embeds = self.model.shared(decoder_input_ids)
         if unit_embeds is not None:
             embeds = embeds + unit_embeds.to(embeds.dtype)
         is_sent = decoder_input_ids == self.config.sent_token_id  # all False without a sentence token id
-        return self.model.decoder(embeds, is_sent, encoder_hidden, encoder_mask, cache=cache)
+        return self.model.decoder(embeds, is_sent, encoder_hidden, encoder_mask, cache=cache, state_keys=state_keys)
 
     def lm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         return self.lm_head(hidden) + self.final_logits_bias.to(hidden.dtype)
@@ -320,7 +326,8 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
             units = self._unit_inputs(layout, entity_ids, labels, entity_positions, hard_negative_positions, state_ids)
 
         unit_embeds = layout.scatter_to_positions(units.injection) if units is not None else None
-        hidden = self.decode(decoder_input_ids, unit_embeds, encoder_hidden_states, attention_mask)
+        state_keys = layout.state_keys() if layout is not None else None
+        hidden = self.decode(decoder_input_ids, unit_embeds, encoder_hidden_states, attention_mask, state_keys=state_keys)
         logits = self.lm_logits(hidden)
 
         out = EricOutput(logits=logits, decoder_last_hidden_state=hidden)
@@ -394,12 +401,10 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
 
         units.events, units.states = for_contrast[:, :n], quantized.states[:, :n]
         units.state_ids = torch.where(with_state, quantized.indices[:, :n], -1)
-        units.cosines = quantized.cosines[:, :n][with_state]
+        units.cosines = quantized.cosines[:, :n]
         if use_negatives:
-            found = negative_positions >= 0
-            joint = losses.joint_representation(for_contrast[:, n:], quantized.states[:, n:])
-            units.negatives = joint[found]
-            units.negative_rows = found.nonzero()[:, 0]
+            units.negatives_found = negative_positions >= 0
+            units.negatives = losses.joint_representation(for_contrast[:, n:], quantized.states[:, n:])
         return with_state, straight_through[:, :n]
 
     def _unit_objectives(self, out: EricOutput, layout: UnitLayout, units: UnitInputs, entity_ids, hidden):
@@ -415,39 +420,45 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
         out.predicted_state_ids = torch.where(units.has_entity, self.state_space.nearest(predicted), -1)
         if units.events is None:
             return
+        # every tensor keeps its [B, N] slots, masked where there is no state: no shape depends on the data
         target = units.state_ids >= 0
         positives = losses.joint_representation(units.events, units.states)
+        negatives, negatives_found = units.negatives, units.negatives_found
+        if negatives is not None:
+            negatives, negatives_found = negatives.flatten(0, 1), negatives_found.flatten()
         allowed = self._candidates(target, units)
         out.contrastive_loss = losses.info_nce(
-            predicted[target], positives[target], self.config.tau, units.negatives, allowed
+            predicted.flatten(0, 1), positives.flatten(0, 1), self.config.tau, negatives, allowed,
+            valid=target.flatten(), negatives_valid=negatives_found,
         )
-        if self.config.entropy_weight > 0 and units.cosines.shape[0]:
-            out.state_entropy_loss = usage_entropy_penalty(units.cosines, self.config.tau)
+        if self.config.entropy_weight > 0:
+            penalty = usage_entropy_penalty(units.cosines, self.config.tau, target)
+            out.state_entropy_loss = torch.where(target.any(), penalty, torch.zeros_like(penalty))
         self._state_diagnostics(out, units, target, allowed)
 
     def _candidates(self, target: torch.Tensor, units: UnitInputs) -> torch.Tensor | None:
-        """L_CL's candidates per anchor: the whole batch (paper), or its own text only
+        """L_CL's candidates per anchor slot: the whole batch (paper), or its own text only
         (`contrastive_candidates: text`: which story or entity it is cannot help)."""
         if self.config.contrastive_candidates == "batch":
             return None
-        rows = target.nonzero()[:, 0]
-        negative_rows = units.negative_rows if units.negative_rows is not None else rows[:0]
-        return losses.same_text_candidates(rows, torch.cat([rows, negative_rows]))
+        rows = torch.arange(target.shape[0], device=target.device)[:, None].expand_as(target).flatten()
+        candidate_rows = rows if units.negatives is None else torch.cat([rows, rows])
+        return losses.same_text_candidates(rows, candidate_rows)
 
     @torch.no_grad()
     def _state_diagnostics(self, out: EricOutput, units: UnitInputs, target: torch.Tensor, allowed=None) -> None:
-        device = target.device
-        used = units.state_ids[target].unique().numel()
-        out.codebook_usage = torch.tensor(used / self.config.num_states, device=device)
+        ids = units.state_ids.clamp(min=0).flatten()
+        used = torch.zeros(self.config.num_states, device=ids.device).index_add_(0, ids, target.flatten().float())
+        out.codebook_usage = (used > 0).float().mean()
+        valid = target.flatten()
+        if units.negatives_found is not None:
+            valid = torch.cat([valid, units.negatives_found.flatten()])
         if allowed is not None:  # mean over anchors of ln(their candidates)
-            out.contrastive_chance = allowed.sum(1).clamp(min=1).float().log().mean()
+            per_anchor = (allowed & valid[None, :]).sum(1).clamp(min=1).float().log()
+            out.contrastive_chance = (per_anchor * target.flatten()).sum() / target.sum().clamp(min=1)
         else:
-            anchors = int(target.sum())
-            negatives = 0 if units.negatives is None else units.negatives.shape[0]
-            out.contrastive_chance = torch.tensor(math.log(max(anchors + negatives, 1)), device=device)
-        spread = losses.event_spread(units.events[target])
-        if spread is not None:
-            out.event_cosine, out.event_rank = spread
+            out.contrastive_chance = valid.sum().clamp(min=1).float().log()
+        out.event_cosine, out.event_rank = losses.event_spread(units.events.flatten(0, 1), target.flatten())
 
     # -- initialization from a plain BART checkpoint --
     @classmethod

@@ -164,9 +164,14 @@ class StateAttentionInputs:
     @classmethod
     def build(
         cls, is_sent: torch.Tensor, past_length: int, dtype: torch.dtype, cache: StateAttentionCache | None = None,
-        any_sent: bool | None = None,
+        any_sent: bool | None = None, keys: StateKeys | None = None,
     ) -> StateAttentionInputs:
-        """is_sent [B, T] of the current chunk, which starts at absolute position past_length."""
+        """is_sent [B, T] of the current chunk, which starts at absolute position past_length.
+        `keys`: the key slots, when the caller knows them (training: one per unit, the unit
+        layout's), so no shape or branch depends on the data."""
+        if keys is not None and cache is None:
+            bias, has_key = _visibility(keys.positions, keys.valid, past_length, is_sent.shape[1], dtype, static=True)
+            return cls(keys, bias, has_key, None, True)
         new_keys = StateKeys.from_sentence_mask(is_sent, past_length, any_sent)
         if cache is None:
             if new_keys is None:
@@ -182,12 +187,13 @@ class StateAttentionInputs:
         return cls(new_keys, *cache.step_inputs(dtype), cache, True)
 
 
-def _visibility(positions, valid, past_length: int, length: int, dtype: torch.dtype):
-    """Key slot s is visible from query t if it is a real key at or before t: (bias, has_key)."""
+def _visibility(positions, valid, past_length: int, length: int, dtype: torch.dtype, static: bool = False):
+    """Key slot s is visible from query t if it is a real key at or before t: (bias, has_key);
+    has_key is None when every query sees a key, unless `static` (no host read of the data)."""
     query_positions = torch.arange(past_length, past_length + length, device=positions.device)
     visible = valid[:, None, :] & (positions[:, None, :] <= query_positions[None, :, None])
     has_key = visible.any(-1, keepdim=True)
-    return _bias(visible, dtype), None if bool(has_key.all()) else has_key
+    return _bias(visible, dtype), has_key if static or not bool(has_key.all()) else None
 
 
 def _bias(visible: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:

@@ -105,7 +105,8 @@ class StateSpace(nn.Module):
         cosines = e.float() @ vectors.float().t()
         indices = cosines.detach().argmax(dim=-1)
         if self.gradient == "dense":
-            onehot = F.one_hot(indices, self.num_states).to(cosines.dtype)
+            # a comparison, not F.one_hot: that one reads the indices' range on the host
+            onehot = (indices[..., None] == torch.arange(self.num_states, device=indices.device)).to(cosines.dtype)
             states = ((onehot - cosines).detach() + cosines) @ vectors.float()
         else:
             states = vectors[indices]
@@ -113,28 +114,34 @@ class StateSpace(nn.Module):
         straight_through = straight_through_state(e, states)
         if self.training and counted is not False:
             mask = torch.ones_like(indices, dtype=torch.bool) if counted is True else counted
-            self._record(e.detach()[mask], indices[mask])
+            self._record(e.detach().flatten(0, -2), indices.flatten(), mask.flatten())
         return Quantized(states, straight_through, indices, cosines)
 
-    def _record(self, events: torch.Tensor, indices: torch.Tensor) -> None:
-        counts = torch.bincount(indices.flatten(), minlength=self.num_states)
+    def _record(self, events: torch.Tensor, indices: torch.Tensor, mask: torch.Tensor) -> None:
+        """Count the vectors [M, D] under `mask` [M] (masked sums, not a gather: static shapes)."""
+        counts = torch.zeros_like(self.usage_counts).index_add_(0, indices, mask.long())
         self.usage_counts += counts
         self._used_this_step |= counts > 0
         if self.recent.shape[0]:
-            self._remember(events.float())
+            self._remember(events.float(), mask)
         if self.ema_decay is not None:
-            self._ema_update(events.float(), indices, counts)
+            self._ema_update(events.float() * mask[:, None], indices, counts)
 
-    def _remember(self, events: torch.Tensor) -> None:
-        """Keep the latest `recent` event vectors (a ring buffer, newest last)."""
-        size = self.recent.shape[0]
-        events = events[-size:]
-        self.recent.copy_(torch.cat([self.recent[events.shape[0]:], events.to(self.recent.dtype)]))
-        self.recent_filled.clamp_(max=size - events.shape[0]).add_(events.shape[0])
+    def _remember(self, events: torch.Tensor, mask: torch.Tensor) -> None:
+        """Keep the latest `recent` event vectors under `mask` (a ring buffer, newest last). A
+        stable sort moves the c kept vectors to the end in order; slot i of the new buffer is
+        slot i + c of the old one, or, past its end, kept vector i + c - size."""
+        size, m = self.recent.shape[0], events.shape[0]
+        kept = mask.sum()
+        order = torch.argsort(mask.to(torch.int8), stable=True)
+        joined = torch.cat([self.recent, events[order].to(self.recent.dtype)])  # [size + m]
+        slots = torch.arange(size, device=events.device)
+        self.recent.copy_(joined[torch.where(slots + kept < size, slots + kept, slots + m)])
+        self.recent_filled.copy_((self.recent_filled + kept).clamp(max=size))
 
     @torch.no_grad()
     def _ema_update(self, events: torch.Tensor, indices: torch.Tensor, counts: torch.Tensor) -> None:
-        sums = torch.zeros_like(self.ema_sums).index_add_(0, indices.flatten(), events.to(self.ema_sums.dtype))
+        sums = torch.zeros_like(self.ema_sums).index_add_(0, indices, events.to(self.ema_sums.dtype))
         counts = counts.to(self.ema_sizes.dtype)
         if torch.distributed.is_available() and torch.distributed.is_initialized():
             torch.distributed.all_reduce(sums)  # every rank applies the same update
@@ -142,8 +149,9 @@ class StateSpace(nn.Module):
         decay = self.ema_decay
         self.ema_sizes.mul_(decay).add_(counts, alpha=1 - decay)
         self.ema_sums.mul_(decay).add_(sums, alpha=1 - decay)
-        seen = self.ema_sizes > 1e-8
-        self.codebook.data[seen] = (self.ema_sums[seen] / self.ema_sizes[seen, None]).to(self.codebook.dtype)
+        seen = (self.ema_sizes > 1e-8)[:, None]
+        means = self.ema_sums / self.ema_sizes.clamp(min=1e-8)[:, None]
+        self.codebook.copy_(torch.where(seen, means.to(self.codebook.dtype), self.codebook))
 
     def pop_used(self) -> torch.Tensor:
         """The mask of codes used since the last call (this rank), and clear it."""
@@ -161,13 +169,16 @@ class StateSpace(nn.Module):
 
     @torch.no_grad()
     def assign_rows(self, rows: torch.Tensor, values: torch.Tensor) -> None:
-        """Set codebook rows in place (module tensors only: eric/train/codebook.py also
-        updates the optimizer's master weights and state) and restart their bookkeeping."""
-        self.codebook.data[rows] = values.to(self.codebook.dtype)
-        self.steps_since_used[rows] = 0
+        """Set the codebook rows where the mask `rows` [K] is set to `values` [K, D], in place
+        (module tensors only: eric/train/codebook.py also updates the optimizer's master weights
+        and state), and restart their bookkeeping."""
+        rows = rows.to(self.codebook.device)
+        values = values.to(self.codebook.device)
+        self.codebook.data.copy_(torch.where(rows[:, None], values.to(self.codebook.dtype), self.codebook.data))
+        self.steps_since_used.masked_fill_(rows, 0)
         if self.ema_decay is not None:
-            self.ema_sizes[rows] = 1.0
-            self.ema_sums[rows] = values.to(self.ema_sums.dtype)
+            self.ema_sizes.copy_(torch.where(rows, 1.0, self.ema_sizes))
+            self.ema_sums.copy_(torch.where(rows[:, None], values.to(self.ema_sums.dtype), self.ema_sums))
 
     def nearest(self, e: torch.Tensor) -> torch.Tensor:
         """Index of the state with the highest cosine to each (normalized) vector; not counted."""
@@ -204,10 +215,13 @@ def usage_perplexity(counts: torch.Tensor) -> float:
     return float(torch.exp(-(p * p.log()).sum()))
 
 
-def usage_entropy_penalty(cosines: torch.Tensor, tau: float) -> torch.Tensor:
-    """log K - H(mean_n softmax(cos_n / tau)): zero when the batch's soft assignments use
-    every state equally (DiscoDVT's entropy penalization of the averaged posterior)."""
-    mean = torch.softmax(cosines.float() / tau, dim=-1).mean(dim=0)
+def usage_entropy_penalty(cosines: torch.Tensor, tau: float, mask: torch.Tensor | None = None) -> torch.Tensor:
+    """log K - H(mean_n softmax(cos_n / tau)) over the cosines [..., K] under `mask` (all if
+    None): zero when the batch's soft assignments use every state equally (DiscoDVT's entropy
+    penalization of the averaged posterior)."""
+    soft = torch.softmax(cosines.float() / tau, dim=-1).flatten(0, -2)
+    weight = torch.ones_like(soft[:, :1]) if mask is None else mask.reshape(-1, 1).to(soft.dtype)
+    mean = (soft * weight).sum(0) / weight.sum().clamp(min=1)
     entropy = -(mean * mean.clamp_min(1e-12).log()).sum()
     return torch.log(torch.tensor(float(cosines.shape[-1]), device=cosines.device)) - entropy
 

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import torch
 
+from eric.model.state_attention import StateKeys
+
 
 @dataclass
 class UnitLayout:
@@ -28,9 +30,11 @@ class UnitLayout:
         is_sent = (ids == sent_id) & valid
         unit = is_sent.long().cumsum(1)
         counts = is_sent.sum(1)
-        n = int(counts.max()) if num_units is None else num_units
-        if bool((counts > n).any()):
-            raise ValueError(f"a decoder input has {int(counts.max())} sentence tokens but only {n} units were given")
+        if num_units is None:
+            n = int(counts.max())
+        else:  # the collator's unit count: checked without waiting for the device (no host sync)
+            n = num_units
+            torch._assert_async((counts <= n).all(), "a decoder input has more sentence tokens than units were given")
         batch, length = ids.shape
         # The n-th sentence token writes its position into column n-1; others go to a spill column.
         column = torch.where(is_sent, unit - 1, torch.full_like(unit, n))
@@ -60,6 +64,10 @@ class UnitLayout:
         length = self.valid.shape[1]
         positions = torch.arange(length, device=self.valid.device)
         return (positions[None, None, :] < self.sent_positions[:, :, None]) & self.valid[:, None, :]
+
+    def state_keys(self) -> StateKeys:
+        """The state attention's key slots: the sentence tokens, one slot per unit (static shape)."""
+        return StateKeys(self.sent_positions, self.sent_positions, self.unit_exists)
 
     def scatter_to_positions(self, per_unit: torch.Tensor) -> torch.Tensor:
         """Place per-unit vectors [B, N, d] at their sentence-token positions of a [B, T, d] zero tensor."""

@@ -62,10 +62,13 @@ def _client_optimizer(engine):
 
 @torch.no_grad()
 def write_rows(engine, param: torch.nn.Parameter, rows: torch.Tensor, values: torch.Tensor) -> None:
-    """Set param[rows] = values in the module and in ZeRO's fp32 master copy, and zero the
-    rows' Adam moments. Local on every rank (each writes the fragment it owns), so it needs
-    no collective; every rank must pass the same rows and values."""
-    param.data[rows] = values.to(param.dtype)
+    """Set the rows of `param` where the mask `rows` [K] is set to `values` [K, D] (the other
+    rows of `values` are ignored), in the module and in ZeRO's fp32 master copy, and zero those
+    rows' Adam moments. Masked writes, no gather: nothing waits for the device. Local on every
+    rank (each writes the fragment it owns), so it needs no collective; every rank must pass the
+    same rows and values."""
+    rows = rows.to(param.device)
+    param.data.copy_(torch.where(rows[:, None], values.to(param.device, param.dtype), param.data))
     mapping = getattr(param, "_hp_mapping", None)
     if mapping is not None:  # ZeRO 1-2 / bf16 optimizer: this rank's piece of the fp32 master
         _write_fragment(engine, param, mapping, rows)
@@ -73,22 +76,20 @@ def write_rows(engine, param: torch.nn.Parameter, rows: torch.Tensor, values: to
     state = optimizer.state.get(param, {}) if optimizer is not None else {}
     for key in ADAM_STATE:  # ZeRO 0: the torch optimizer holds the module tensor's moments
         if key in state and state[key].shape == param.shape:
-            state[key][rows] = 0
+            state[key].masked_fill_(rows[:, None].to(state[key].device), 0)
 
 
 def _write_fragment(engine, param, mapping, rows: torch.Tensor) -> None:
     lp = mapping.lp_fragment_address
     full = param.data.float().flatten()
     mapping.hp_fragment.data.copy_(full.narrow(0, lp.start, lp.numel))
-    mask = torch.zeros(param.shape[0], dtype=torch.bool, device=param.device)
-    mask[rows] = True
-    mask = mask[:, None].expand(param.shape).flatten().narrow(0, lp.start, lp.numel)
+    mask = rows[:, None].expand(param.shape).flatten().narrow(0, lp.start, lp.numel)
     flat = _flat_partition(engine.optimizer, mapping.param_group_index)
     state = _client_optimizer(engine).state.get(flat, {}) if flat is not None else {}
     hp = mapping.hp_fragment_address
     for key in ADAM_STATE:  # the moments live on the flat fp32 partition, at the fragment's address
         if key in state and torch.is_tensor(state[key]) and state[key].shape == flat.shape:
-            state[key].narrow(0, hp.start, hp.numel)[mask.to(state[key].device)] = 0
+            state[key].narrow(0, hp.start, hp.numel).masked_fill_(mask.to(state[key].device), 0)
 
 
 def _flat_partition(optimizer, group: int):
@@ -105,9 +106,11 @@ class CodebookCare:
                  dead_code_steps: int = 0, seed: int = 0):
         self.engine, self.space = engine, space
         self.init, self.init_events, self.dead_code_steps = init, init_events, dead_code_steps
-        self.generator = torch.Generator().manual_seed(seed)
-        self.replaced_total = 0
-        self.last_replaced = torch.zeros(0, dtype=torch.long)  # rows re-seeded at the last step
+        self.generator = torch.Generator().manual_seed(seed)  # k-means init (host)
+        device = space.codebook.device
+        self.device_generator = torch.Generator(device=device).manual_seed(seed)  # re-seeding (device)
+        self.replaced_total = torch.zeros((), dtype=torch.long, device=device)
+        self.last_replaced = torch.zeros(space.num_states, dtype=torch.bool, device=device)  # rows re-seeded last step
 
     @torch.no_grad()
     def start(self, batches) -> int:
@@ -123,65 +126,70 @@ class CodebookCare:
         events = _gather_rows(self.space.recent_events().cpu())
         centroids = kmeans(events, self.space.num_states, generator=self.generator) if events.shape[0] else None
         centroids = _broadcast(centroids if centroids is not None else torch.zeros(self.space.codebook.shape))
-        rows = torch.arange(self.space.num_states)
-        write_rows(self.engine, self.space.codebook, rows, centroids.to(self.space.codebook.device))
-        self.space.assign_rows(rows.to(self.space.codebook.device), centroids.to(self.space.codebook.device))
+        every = torch.ones(self.space.num_states, dtype=torch.bool, device=self.space.codebook.device)
+        write_rows(self.engine, self.space.codebook, every, centroids.to(self.space.codebook.device))
+        self.space.assign_rows(every, centroids.to(self.space.codebook.device))
         self.space.reset_usage()
         return int(events.shape[0])
 
-    def after_step(self) -> dict[str, float]:
+    def after_step(self) -> dict[str, torch.Tensor]:
         """Age the codes (used on any rank = used); re-seed those unused for dead_code_steps.
-        Without dead-code replacement nothing reads the ages: no collective, no work."""
+        Without dead-code replacement nothing reads the ages: no collective, no work. All on
+        the device (masks, not row lists): the step reads nothing on the host."""
         used = self.space.pop_used().to(torch.int32)
         if self.dead_code_steps <= 0:
             return {}
         if _distributed():
             dist.all_reduce(used, op=dist.ReduceOp.MAX)
         self.space.age(used.bool())
-        dead = (self.space.steps_since_used >= self.dead_code_steps).cpu()
-        dead = _broadcast(dead.to(torch.int32)).bool()
-        replaced = int(dead.sum())
-        self.last_replaced = dead.nonzero()[:, 0]
-        if replaced:
-            self._reseed(self.last_replaced)
-        self.replaced_total += replaced
-        return {"codes_replaced": float(replaced), "codes_replaced_total": float(self.replaced_total)}
+        dead = _broadcast((self.space.steps_since_used >= self.dead_code_steps).to(torch.int32)).bool()
+        self.last_replaced = self._reseed(dead)
+        replaced = self.last_replaced.sum()
+        self.replaced_total = self.replaced_total + replaced
+        return {"codes_replaced": replaced.float(), "codes_replaced_total": self.replaced_total.float()}
 
-    def _reseed(self, rows: torch.Tensor) -> None:
-        """Dead codes become recent event vectors (rank 0's, a little noise so that two codes
-        seeded from one vector can part)."""
-        recent = self.space.recent_events().cpu()
-        d = self.space.codebook.shape[1]
-        values = torch.zeros(rows.numel(), d)
-        if recent.shape[0]:
-            picks = torch.randint(recent.shape[0], (rows.numel(),), generator=self.generator)
-            noise = torch.randn(rows.numel(), d, generator=self.generator) * 0.01
-            values = F.normalize(recent[picks] + noise, dim=-1)
-        values = _broadcast(values)
-        if not values.abs().sum():  # rank 0 has seen no event yet: nothing to seed from
-            return
-        device = self.space.codebook.device
-        write_rows(self.engine, self.space.codebook, rows.to(device), values.to(device))
-        self.space.assign_rows(rows.to(device), values.to(device))
+    def _reseed(self, dead: torch.Tensor) -> torch.Tensor:
+        """Dead codes become recent event vectors (rank 0's, picked uniformly from the filled
+        part of the ring buffer, a little noise so that two codes seeded from one vector can
+        part). Returns the rows written: none while rank 0 has seen no event yet."""
+        recent, filled = self.space.recent, self.space.recent_filled
+        if recent.shape[0] == 0:
+            return torch.zeros_like(dead)
+        size, (k, d) = recent.shape[0], self.space.codebook.shape
+        gen = self.device_generator
+        offset = (torch.rand(k, generator=gen, device=recent.device) * filled).long().clamp(max=size - 1)
+        picks = (size - filled + offset).clamp(max=size - 1)  # the newest `filled` slots are the events
+        noise = torch.randn(k, d, generator=gen, device=recent.device) * 0.01
+        values = _broadcast(F.normalize(recent[picks] + noise, dim=-1))
+        rows = dead & _broadcast(filled.clone()).gt(0)
+        write_rows(self.engine, self.space.codebook, rows, values)
+        self.space.assign_rows(rows, values)
+        return rows
 
 
 class CodebookProbe:
-    """Per step: L2 norm of the codebook's gradient and rows that got any; per log: drift."""
+    """Per step: L2 norm of the codebook's gradient and rows that got any; per log: drift.
+    Accumulated on the device; the loop reads them when it logs."""
 
     def __init__(self, space: StateSpace):
         self.space = space
         self.start = F.normalize(space.codebook.detach().float().clone(), dim=-1)
-        self.norm_sq, self.rows = 0.0, torch.zeros(space.num_states, dtype=torch.bool)
+        self._reset()
         self.handle = space.codebook.register_hook(self._on_grad) if space.codebook.requires_grad else None
+
+    def _reset(self) -> None:
+        device = self.space.codebook.device
+        self.norm_sq = torch.zeros((), device=device)
+        self.rows = torch.zeros(self.space.num_states, dtype=torch.bool, device=device)
 
     def _on_grad(self, grad: torch.Tensor) -> None:
         g = grad.detach().float()
-        self.norm_sq += float((g * g).sum())
-        self.rows |= (g.abs().sum(dim=-1) > 0).cpu()
+        self.norm_sq = self.norm_sq.to(g.device) + (g * g).sum()
+        self.rows = self.rows.to(g.device) | (g.abs().sum(dim=-1) > 0)
 
-    def pop(self) -> dict[str, float]:
-        out = {"codebook_grad_norm": self.norm_sq**0.5, "codebook_grad_rows": float(self.rows.sum())}
-        self.norm_sq, self.rows = 0.0, torch.zeros_like(self.rows)
+    def pop(self) -> dict[str, torch.Tensor]:
+        out = {"codebook_grad_norm": self.norm_sq.sqrt(), "codebook_grad_rows": self.rows.sum().float()}
+        self._reset()
         return out
 
     def drift(self) -> float:

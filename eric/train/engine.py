@@ -55,14 +55,14 @@ def build_optimizer(model, lr: float, weight_decay: float, total_steps: int, war
 
 
 def initialize(model: torch.nn.Module, ds_config: dict, *, lr: float, weight_decay: float,
-               total_steps: int, warmup_steps: int = 0):
+               total_steps: int, warmup_steps: int = 0, fused: bool | None = None):
     """A DeepSpeed engine around `model`; works as a lone process or under a launcher."""
     prepare_environment()
     init_distributed()
     import deepspeed
 
     deepspeed.utils.logger.setLevel(logging.WARNING)
-    optimizer, scheduler = build_optimizer(model, lr, weight_decay, total_steps, warmup_steps)
+    optimizer, scheduler = build_optimizer(model, lr, weight_decay, total_steps, warmup_steps, fused)
     engine, _, _, _ = deepspeed.initialize(
         model=model, optimizer=optimizer, lr_scheduler=scheduler, config=ds_config
     )

@@ -38,7 +38,7 @@ from eric.train.meters import (
     Throughput,
     batch_state_ids,
     batch_tokens,
-    loss_terms,
+    step_terms,
     target_tokens,
 )
 from eric.train.runtime import avoid_per_shape_attention_plans, prepare_environment
@@ -170,7 +170,7 @@ class Trainer:
         )
         self.engine = initialize(
             model, self.ds_config, lr=settings.lr, weight_decay=settings.weight_decay,
-            total_steps=self.total_steps, warmup_steps=settings.warmup_steps,
+            total_steps=self.total_steps, warmup_steps=settings.warmup_steps, fused=settings.fused_optimizer,
         )
         if settings.compile:
             compile_in_place(self.engine.module, settings.compile_backend)
@@ -203,8 +203,9 @@ class Trainer:
             for _, micro_batches in self.order.iter_steps(epoch, position):
                 self._train_step(micro_batches)
                 bar.update(1)
-                bar.set_postfix(self._postfix(), refresh=False)
                 self._after_step()
+                if self.state.history and self.state.history[-1]["step"] == self.state.step:  # a logged step
+                    bar.set_postfix(self._postfix(), refresh=False)
                 if self.state.step >= self.total_steps:
                     break
         bar.close()
@@ -259,13 +260,13 @@ class Trainer:
         lr = self.engine.get_lr()[0]
         self.throughput.start()
         tokens = 0
-        for indices in micro_batches:
-            batch = self._batch(self.train_set, indices)
-            outputs = self.engine(**batch)
+        for indices in micro_batches:  # no host read of a device value in here (tests/train/test_syncs.py)
+            host_batch = self._collate(self.train_set, indices)
+            tokens += batch_tokens(host_batch)
+            outputs = self.engine(**_to_device(host_batch, self.engine.device))
             self.engine.backward(outputs.loss)
             self.engine.step()
-            tokens += batch_tokens(batch)
-            self.losses.add(loss_terms(outputs))
+            self.losses.add(step_terms(outputs))
             self.usage.add(batch_state_ids(outputs))
         tokens = int(_reduce({"tokens": tokens})["tokens"])  # all ranks' tokens
         self.state.train_seconds += self.throughput.stop(tokens)
@@ -303,14 +304,17 @@ class Trainer:
         if hasattr(self.collate_fn, "set_epoch"):
             self.collate_fn.set_epoch(epoch)
 
+    def _collate(self, dataset: Sequence, indices: list[int]) -> dict:
+        return self.collate_fn([dataset[i] for i in indices])
+
     def _batch(self, dataset: Sequence, indices: list[int]) -> dict:
-        return _to_device(self.collate_fn([dataset[i] for i in indices]), self.engine.device)
+        return _to_device(self._collate(dataset, indices), self.engine.device)
 
     # ---- logging, validation, checkpoints ---------------------------------------------
     def _postfix(self) -> dict:
-        means = self.losses.means()
-        rate = self.throughput.window_tokens / max(self.throughput.window_seconds, 1e-9)
-        return {"loss": f"{means.get('loss', float('nan')):.3f}", "tok/s": f"{rate:,.0f}"}
+        """The progress bar's figures: those of the last logged row (read on the host only then)."""
+        row = self.state.history[-1]
+        return {"loss": f"{row.get('loss', float('nan')):.3f}", "tok/s": f"{row['tokens_per_s']:,.0f}"}
 
     def _log_train(self) -> None:
         world = self.rank.world_size
@@ -336,11 +340,12 @@ class Trainer:
         for indices in self.val_batches:
             batch = self._batch(self.val_set, indices)
             outputs = self.engine(**batch)
-            sums.add(loss_terms(outputs), weight=target_tokens(batch) or len(indices))
+            sums.add(step_terms(outputs), weight=target_tokens(batch) or len(indices))
         self.engine.train()
         self._set_collate_epoch(self.state.step // self.steps_per_epoch)
-        totals = _reduce({**{f"sum_{k}": v for k, v in sums.sums.items()},
-                          **{f"n_{k}": v for k, v in sums.counts.items()}}, any_keys=True)
+        sum_of, count_of = sums.totals()
+        totals = _reduce({**{f"sum_{k}": v for k, v in sum_of.items()},
+                          **{f"n_{k}": v for k, v in count_of.items()}}, any_keys=True)
         means = {k[4:]: totals[k] / totals[f"n_{k[4:]}"] for k in totals if k.startswith("sum_")}
         row = {"step": self.state.step, "epoch": round(self.state.step / self.steps_per_epoch, 4),
                **{f"val_{k}": round(v, 5) for k, v in means.items()}}

@@ -58,15 +58,16 @@ def test_eager_figures_for_both_models(split, tmp_path, capsys):
     for name in ("eric", "bart"):
         r = figures["results"][name]["eager"]
         assert r["tokens_per_s"] > 0 and 0 <= r["padding"] < 1 and 0 < r["mfu_count"] < 1
-        assert r["ops_per_micro_step"] > 100 and r["syncs_per_micro_step"] >= 0
+        assert r["ops_per_micro_step"] > 100
     eric, bart = figures["results"]["eric"], figures["results"]["bart"]
     assert eric["step_flops"] > bart["step_flops"]  # the sentence encoder and the state layers
     assert eric["eager"]["ops_per_micro_step"] > bart["eager"]["ops_per_micro_step"]
+    assert eric["eager"]["syncs_per_micro_step"] == 0  # BART's are transformers' mask builders' padding checks
     assert "ERIC/BART" in capsys.readouterr().out
 
 
 def test_compiled_mode_counts_graph_breaks(split, tmp_path):
-    figures = gpu_train.main(args(split, tmp_path / "f.json", "--modes", "compiled", "--models", "bart",
-                                  "--backend", "aot_eager"))
-    r = figures["results"]["bart"]["compiled"]
-    assert r["tokens_per_s"] > 0 and r["graph_breaks"] == 0  # transformers' BART traces as one graph
+    figures = gpu_train.main(args(split, tmp_path / "f.json", "--modes", "compiled", "--backend", "aot_eager"))
+    for name in ("eric", "bart"):  # transformers' BART and ERIC's static forward each trace as one graph
+        r = figures["results"][name]["compiled"]
+        assert r["tokens_per_s"] > 0 and r["graph_breaks"] == 0, name

@@ -88,7 +88,10 @@ def test_event_spread_of_identical_and_orthogonal_vectors():
     assert math.isclose(float(cosine), 1.0, rel_tol=1e-5) and math.isclose(float(rank), 1.0, rel_tol=1e-4)
     cosine, rank = losses.event_spread(torch.eye(3))
     assert abs(float(cosine)) < 1e-6 and math.isclose(float(rank), 3.0, rel_tol=1e-5)
-    assert losses.event_spread(torch.eye(3)[:1]) is None
+    assert all(math.isnan(float(v)) for v in losses.event_spread(torch.eye(3)[:1]))  # undefined for one
+    padded = torch.cat([torch.eye(3)[:2], torch.randn(2, 3), torch.eye(3)[2:]])  # masked rows change nothing
+    cosine, rank = losses.event_spread(padded, torch.tensor([True, True, False, False, True]))
+    assert abs(float(cosine)) < 1e-6 and math.isclose(float(rank), 3.0, rel_tol=1e-5)
 
 
 def test_entity_loss_covers_planned_units_only():

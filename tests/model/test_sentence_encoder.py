@@ -1,4 +1,4 @@
-"""The sentence encoder: each unit on its own, positions restarting, packed without changing e_n."""
+"""The sentence encoder: each unit on its own, positions restarting, encoded in place (static shapes)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def _reference_event(model, labels_row, position):
     return F.normalize(enc.event_proj(hidden[0, position - start]), dim=-1)
 
 
-def test_packed_events_equal_encoding_each_unit_alone():
+def test_events_equal_encoding_each_unit_alone():
     model = tiny_model().eval()
     batch = make_batch(seed=3, rows=3, units=(4, 3, 5))
     needed, positions = _needed(batch)
@@ -72,19 +72,41 @@ def test_units_without_entities_are_not_encoded_but_all_rows_are():
     assert torch.equal(norms[positions < 0], torch.zeros_like(norms[positions < 0]))
 
 
+def test_masked_batch_norm_is_the_batch_norm_of_the_masked_rows():
+    """Statistics from the masked rows only (padding slots change nothing), buffers as nn.BatchNorm1d's."""
+    from eric.model.sentence_encoder import masked_batch_norm
+
+    torch.manual_seed(0)
+    norm, masked = (torch.nn.BatchNorm1d(8, affine=False).train() for _ in range(2))
+    x = torch.randn(5, 8)
+    padded = torch.cat([x[:2], 100 * torch.randn(3, 8), x[2:]])
+    mask = torch.tensor([True, True, False, False, False, True, True, True])
+    out = masked_batch_norm(masked, padded, mask)
+    torch.testing.assert_close(out[mask], norm(x), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(masked.running_mean, norm.running_mean)
+    torch.testing.assert_close(masked.running_var, norm.running_var)
+    assert int(masked.num_batches_tracked) == 1
+    one = masked_batch_norm(masked, padded, mask & (torch.arange(8) == 0))  # one vector: the running statistics
+    torch.testing.assert_close(one[0], (padded[0] - masked.running_mean) / torch.sqrt(masked.running_var + masked.eps))
+    assert int(masked.num_batches_tracked) == 1  # and no update from it
+
+
 def test_event_norm_runs_in_float32_when_the_model_is_cast_to_bf16():
     """DeepSpeed's bf16 mode casts every buffer; the batch norm of e_n still works, in float32."""
-    from eric.model.sentence_encoder import _float_batch_norm
+    from eric.model.sentence_encoder import masked_batch_norm
 
     torch.manual_seed(0)
     norm = torch.nn.BatchNorm1d(8, affine=False).train()
     cast = torch.nn.BatchNorm1d(8, affine=False).train().to(torch.bfloat16)
     x = torch.randn(5, 8)
-    assert torch.equal(_float_batch_norm(cast, x), norm(x))  # training: the batch's own statistics
-    assert torch.equal(cast.running_mean, norm.running_mean.to(torch.bfloat16))
+    every = torch.ones(5, dtype=torch.bool)
+    out = masked_batch_norm(cast, x, every)
+    assert out.dtype == torch.float32
+    torch.testing.assert_close(out, norm(x), atol=1e-5, rtol=1e-5)  # training: the batch's own statistics
+    torch.testing.assert_close(cast.running_mean, norm.running_mean.to(torch.bfloat16))
     assert int(cast.num_batches_tracked) == 1
 
     model = tiny_model(event_norm="batch").to(torch.bfloat16).train()
     assert torch.isfinite(model(**make_batch()).loss)
     cast.eval()
-    assert torch.isfinite(_float_batch_norm(cast, x)).all()
+    assert torch.isfinite(masked_batch_norm(cast, x, every)).all()

@@ -43,7 +43,7 @@ def test_write_rows_without_master_copy_resets_torch_adam_moments():
     optimizer = torch.optim.AdamW([param], lr=0.1)
     param.sum().backward()
     optimizer.step()
-    write_rows(SimpleNamespace(optimizer=optimizer), param, torch.tensor([1, 3]), torch.zeros(2, 2))
+    write_rows(SimpleNamespace(optimizer=optimizer), param, torch.tensor([False, True, False, True]), torch.zeros(4, 2))
     assert param[1].abs().sum() == 0 and param[0].abs().sum() > 0
     state = optimizer.state[param]
     assert state["exp_avg"][[1, 3]].abs().sum() == 0 and state["exp_avg"][0].abs().sum() > 0

@@ -63,3 +63,20 @@ def test_adamw_is_fused_only_where_asked_or_on_cuda():
     model(**batch).loss.backward()
     fused.step()  # the fused kernel runs here
     assert all(torch.isfinite(p).all() for p in model.parameters())
+
+
+def test_erics_forward_is_one_graph_in_training_and_in_evaluation():
+    """fullgraph=True fails on any graph break: no shape or branch of the forward depends on
+    the data (static unit slots, masked losses), in either mode, with every remedy on."""
+    options = dict(state_init="kmeans", dead_code_steps=2, event_norm="batch", entropy_weight=1.0,
+                   predictor_residual=True, hard_negatives=True)
+    for training in (True, False):
+        eager = tiny_model(**options).train(training)
+        compiled = torch.compile(copy.deepcopy(eager), backend="aot_eager", fullgraph=True)
+        for seed, units in ((0, (3, 4, 2)), (1, (5, 2, 6))):
+            batch = make_batch(seed=seed, units=units)
+            torch.manual_seed(seed)
+            loss = eager(**batch).loss
+            torch.manual_seed(seed)
+            loss_c = compiled(**batch).loss
+            assert abs(float(loss) - float(loss_c)) <= 1e-5 * abs(float(loss)), (training, seed)

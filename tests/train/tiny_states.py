@@ -66,10 +66,10 @@ def check_step(trainer, log: list[dict]) -> None:
     book = space.codebook.detach().float()
     master = safe_get_full_fp32_param(space.codebook)
     care = trainer.hooks[0].care
-    replaced = care.replaced_total
+    replaced = int(care.replaced_total)
     moments = _moments(trainer.engine, space.codebook)
     reseeded = care.last_replaced
-    zeroed = all(bool((values[torch.isin(rows, reseeded)] == 0).all()) for values, rows in moments)
+    zeroed = all(bool((values[reseeded[rows]] == 0).all()) for values, rows in moments)
     log.append({
         "step": trainer.state.step,
         "replaced_total": replaced,
