@@ -54,10 +54,24 @@ planner). All three off is plain BART reading sentence tokens.
 
 from __future__ import annotations
 
+from typing import ClassVar, Literal, get_origin
+
 from huggingface_hub.dataclasses import strict
+from pydantic import BaseModel
 from transformers import BartConfig
 
 from eric.config import RECIPES, STATE_SPACE_CHOICES
+
+
+def _config_type(annotation):
+    """The type a config field holds for an option's annotation: a JSON number may read back as
+    an int, a Literal is its strings (the options model checks the value)."""
+    if annotation is float:
+        return float | int
+    if get_origin(annotation) is Literal:
+        return str
+    return annotation
+
 
 NONE_CLASS = 0  # entity-planner class for "no entity"; class i+1 is placeholder <ei>
 PAPER = RECIPES["paper"]
@@ -104,6 +118,30 @@ class EricConfig(BartConfig):
 
     sent_token_id: int | None = None
     entity_token_ids: list[int] | None = None
+
+    # a baseline's pydantic model of its variant's `options` (None: it takes none): set by
+    # `class MyConfig(EricConfig, options=MyOptions)`, which also makes each option a config field
+    options_model: ClassVar[type[BaseModel] | None] = None
+
+    def __init_subclass__(cls, options: type[BaseModel] | None = None, **kwargs):
+        """A baseline's options are declared once, on its options model (bounds, defaults, a comment
+        each); each becomes a field of its config, typed as config.json holds it, with the same
+        default. A field the class body annotates itself keeps the body's default (a saved model's
+        config.json from before that option existed must load as what it was)."""
+        if options is not None:
+            own = dict(cls.__dict__.get("__annotations__", {}))
+            for name, field in options.model_fields.items():
+                if name not in own:
+                    own[name] = _config_type(field.annotation)
+                    setattr(cls, name, field.default)
+            cls.__annotations__ = own
+            cls.options_model = options
+        super().__init_subclass__(**kwargs)
+
+    def validate_options(self):
+        """Run by `@strict`: a baseline's fields hold what its options model allows."""
+        if self.options_model is not None:
+            self.options_model(**{name: getattr(self, name) for name in self.options_model.model_fields})
 
     def validate_eric(self):
         """Run by `@strict` at construction: one clear message per bad value."""

@@ -120,49 +120,10 @@ RELATION_SETS = {
     "class": tuple(dict.fromkeys(RELATION_CLASS.values())),
 }
 PHASES = ("main", "prior")
-POSTERIORS = ("gumbel", "vq")
-
-
-@strict
-class DiscoDVTConfig(EricConfig):
-    model_type = "eric_discodvt"
-
-    num_codes: int = 256
-    downsample_layers: int = 3
-    commitment_weight: float | int = 0.25
-    discourse_weight: float | int = 0.1
-    relation_labels: str = "directed"
-    entropy_weight: float | int = 0.1  # EricConfig's field (its state space's), here DiscoDVT's alpha
-    posterior: str = "vq"  # configs saved before this option hold VQ models; a variant's default is gumbel
-    gumbel_temperature: float | int = 0.9
-    gumbel_min_temperature: float | int = 0.1
-    gumbel_anneal_rate: float | int = 1e-4
-    prior_layers: int = 2
-    prior_steps: int = 200
-
-    def validate_discodvt(self):
-        if self.num_codes < 2 or self.prior_layers < 1 or not 0 <= self.downsample_layers <= 8:
-            raise ValueError("num_codes must be >= 2, prior_layers >= 1, downsample_layers in 0..8")
-        if self.relation_labels not in RELATION_SETS:
-            raise ValueError(f"relation_labels must be one of {sorted(RELATION_SETS)}")
-        if self.posterior not in POSTERIORS:
-            raise ValueError(f"posterior must be one of {POSTERIORS}")
-        if not 0 < self.gumbel_min_temperature <= self.gumbel_temperature or self.gumbel_anneal_rate < 0:
-            raise ValueError("gumbel temperatures must be 0 < gumbel_min_temperature <= gumbel_temperature, "
-                             "gumbel_anneal_rate >= 0")
-
-    @property
-    def code_span(self) -> int:
-        """r: target tokens per code."""
-        return 2**self.downsample_layers
-
-    @property
-    def relations(self) -> tuple[str, ...]:
-        return RELATION_SETS[self.relation_labels]
 
 
 class DiscoDVTOptions(BaseModel):
-    """`options` of a `kind: discodvt` variant."""
+    """`options` of a `kind: discodvt` variant (each also a DiscoDVTConfig field)."""
 
     model_config = ConfigDict(extra="forbid")
     num_codes: int = Field(256, ge=2)  # K (DiscoDVT: 256)
@@ -177,6 +138,27 @@ class DiscoDVTOptions(BaseModel):
     gumbel_anneal_rate: float = Field(1e-4, ge=0)  # tau = max(min, tau_0 exp(-rate * training forwards))
     prior_layers: int = Field(2, ge=1)
     prior_steps: int = Field(200, ge=0)  # optimizer steps of the prior phase (0: no prior training)
+
+
+@strict
+class DiscoDVTConfig(EricConfig, options=DiscoDVTOptions):
+    model_type = "eric_discodvt"
+
+    # a config.json saved before `posterior` existed holds a VQ model (a variant's default is gumbel)
+    posterior: str = "vq"
+
+    def validate_discodvt(self):
+        if not self.gumbel_min_temperature <= self.gumbel_temperature:
+            raise ValueError("gumbel temperatures must be gumbel_min_temperature <= gumbel_temperature")
+
+    @property
+    def code_span(self) -> int:
+        """r: target tokens per code."""
+        return 2**self.downsample_layers
+
+    @property
+    def relations(self) -> tuple[str, ...]:
+        return RELATION_SETS[self.relation_labels]
 
 
 @dataclass
@@ -424,7 +406,6 @@ def evaluating(*modules: nn.Module):
 # -- the model ----------------------------------------------------------------------------
 class DiscoDVTForConditionalGeneration(EricForConditionalGeneration):
     config_class = DiscoDVTConfig
-    options_model = DiscoDVTOptions
     new_modules = (*NEW_MODULES, "code_posterior", "code_upsampler", "code_prior", "relation_head")
 
     def __init__(self, config: DiscoDVTConfig):

@@ -109,7 +109,7 @@ INPUTS = ("hint_similarity", "hint_shuffled_labels", "hint_shuffled_orders", "hi
 
 
 class HintOptions(BaseModel):
-    """`options:` of a `kind: hint` variant."""
+    """`options:` of a `kind: hint` variant (each also a HintConfig field)."""
 
     model_config = ConfigDict(extra="forbid")
     similarity_weight: float = Field(0.1, ge=0)  # lambda of L_Sen (0: off)
@@ -123,20 +123,8 @@ class HintOptions(BaseModel):
 
 
 @strict
-class HintConfig(EricConfig):
+class HintConfig(EricConfig, options=HintOptions):
     model_type = "eric_hint"
-
-    similarity_weight: float | int = 0.1  # lambda of L_Sen
-    similarity_margin: float | int = 0.1  # Delta of L_Sen
-    similarity_score: str = "symmetric"  # symmetric (HINT) | bilinear
-    similarity_diagonal: bool = True  # L_Sen reads the pairs (i, i) too
-    order_weight: float | int = 1.0  # lambda of L_Dis on the shuffled copy
-    order_normal_weight: float | int = 0.01  # lambda of L_Dis on the original order
-    order_max_distance: int = 2  # the window of L_Dis's pairs and positive labels
-    shuffle_ratio: float | int = 0.5  # share of units shuffled
-
-    def validate_hint(self):
-        HintOptions(**{name: getattr(self, name) for name in HintOptions.model_fields})
 
 
 AutoConfig.register("eric_hint", HintConfig, exist_ok=True)
@@ -310,7 +298,6 @@ def similarity_targets(rows: list[dict], exists: torch.Tensor) -> torch.Tensor:
 class HintForConditionalGeneration(EricForConditionalGeneration):
     config_class = HintConfig
     new_modules = (*NEW_MODULES, "hint_")
-    options_model = HintOptions
     # HINT samples at temperature 0.7 with top-p 0.9 (thu-coai/HINT eval/gen.py:42, 104)
     original_decoding = {"temperature": 0.7, "top_p": 0.9}
 

@@ -168,7 +168,6 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
     _keys_to_ignore_on_load_missing = [r"final_logits_bias"]
     # what a baseline subclass overrides (eric/model/registry.py)
     new_modules: tuple[str, ...] = NEW_MODULES
-    options_model = None  # pydantic model of the variant's `options`; None: it takes none
     extra_columns: tuple[str, ...] = ()
     # the original system's stage-one decoding (`generate` keywords) that `sample.decoding: original`
     # puts over the shared settings; {}: the shared ones (ERIC's paper: top-p 0.9)
@@ -176,12 +175,13 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
 
     @classmethod
     def config_options(cls, options: dict) -> dict:
-        """The config fields set by a variant's `options` (validated by `options_model`)."""
-        if cls.options_model is None:
+        """The config fields set by a variant's `options` (validated by its config's `options_model`)."""
+        model = cls.config_class.options_model
+        if model is None:
             if options:
                 raise ValueError(f"{cls.__name__} takes no options, got {sorted(options)}")
             return {}
-        return cls.options_model(**options).model_dump()
+        return model(**options).model_dump()
 
     @classmethod
     def collator_extras(cls, config, tokenizer, train_rows: list[dict]):

@@ -91,24 +91,19 @@ NOUN_VERB = frozenset({"NOUN", "PROPN", "VERB"})  # spaCy's coarse tags kept by 
 PLACEHOLDER_NAME = "Ann"  # what the tagger reads in place of a placeholder <eN>
 
 
-@strict
-class PlanAheadConfig(EricConfig):
-    model_type = "eric_plan_ahead"
-
-    num_keywords: int = 10
-    plan_weight: float | int = 1.0
-    tie_plan_head: bool = False
-    keyword_pos: str = "noun_verb"  # keyword candidates: noun_verb (nouns and verbs) | any (every word)
-
-
 class PlanAheadOptions(BaseModel):
-    """`options` of a `kind: plan_ahead` variant."""
+    """`options` of a `kind: plan_ahead` variant (each also a PlanAheadConfig field)."""
 
     model_config = ConfigDict(extra="forbid")
     num_keywords: int = Field(10, ge=1)  # keyword words per target
     plan_weight: float = Field(1.0, ge=0)  # weight of L_plan
     tie_plan_head: bool = False  # true: the plan's output matrix is the LM head's
     keyword_pos: Literal["noun_verb", "any"] = "noun_verb"  # keyword candidates: nouns and verbs, or any word
+
+
+@strict
+class PlanAheadConfig(EricConfig, options=PlanAheadOptions):
+    model_type = "eric_plan_ahead"
 
 
 @dataclass
@@ -352,7 +347,6 @@ class PlanHead(nn.Module):
 
 class PlanAheadForConditionalGeneration(EricForConditionalGeneration):
     config_class = PlanAheadConfig
-    options_model = PlanAheadOptions
     new_modules = (*NEW_MODULES, "plan_head", "plan_gate")
 
     def __init__(self, config: PlanAheadConfig):

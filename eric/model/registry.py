@@ -13,9 +13,10 @@ Every architecture is an `EricForConditionalGeneration` subclass (BART with `<se
 tokens and the same save/load/generate), so training, sampling and evaluation treat them
 alike. What a baseline adds, it declares on its class:
 
-    config_class        its config (an EricConfig subclass with its own model_type)
+    config_class        its config: an EricConfig subclass with its own model_type, declared as
+                        `class MyConfig(EricConfig, options=MyOptions)`: the pydantic model of the
+                        variant's `options`, whose every field becomes a config field (declared once)
     new_modules         parameter-name parts a BART checkpoint lacks (initialized fresh)
-    options_model       a pydantic model validating the variant's `options` (None: none allowed)
     extra_columns       stage-one Parquet columns its batches need beyond the defaults
     batch_extras(...)   extra tensors for a batch (cached targets, shuffled copies, ...)
 """

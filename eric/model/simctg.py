@@ -40,20 +40,17 @@ from eric.model.modeling_eric import EricForConditionalGeneration, EricOutput
 IGNORE = -100
 
 
-@strict
-class SimCTGConfig(EricConfig):
-    model_type = "eric_simctg"
-
-    margin: float | int = 0.5
-    contrastive_weight: float | int = 1.0
-
-
 class SimCTGOptions(BaseModel):
-    """`options` of a `kind: simctg` variant."""
+    """`options` of a `kind: simctg` variant (each also a SimCTGConfig field)."""
 
     model_config = ConfigDict(extra="forbid")
     margin: float = Field(0.5, gt=0, le=2)  # rho; cosines lie in [-1, 1]
     contrastive_weight: float = Field(1.0, ge=0)
+
+
+@strict
+class SimCTGConfig(EricConfig, options=SimCTGOptions):
+    model_type = "eric_simctg"
 
 
 @dataclass
@@ -79,7 +76,6 @@ def token_contrastive_loss(hidden: torch.Tensor, valid: torch.Tensor, margin: fl
 
 class SimCTGForConditionalGeneration(EricForConditionalGeneration):
     config_class = SimCTGConfig
-    options_model = SimCTGOptions
     # contrastive search, k = 5, alpha = 0.6: SimCTG's open-ended story generation
     # (yxuansu/SimCTG story_generation/README.md:108, 148, WritingPrompts; ROCStories: alpha 0.65, :217)
     original_decoding = {"penalty_alpha": 0.6, "top_k": 5, "top_p": 1.0, "temperature": 1.0}

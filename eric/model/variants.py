@@ -55,7 +55,7 @@ class Variant:
     name: str
     spec: VariantParams
     cls: type
-    options: dict  # the architecture's config fields set by `options` (validated by its options_model)
+    options: dict  # the architecture's config fields set by `options` (validated by its config's options_model)
 
     @property
     def kind(self) -> str:

@@ -90,7 +90,8 @@ class ArchitectureTests:
         assert not set(self.option_defaults) & set(self.options)
         for key, value in self.option_defaults.items():
             assert getattr(config, key) == value, key
-        defaults = cls.options_model().model_dump() if cls.options_model else {}
+        options_model = cls.config_class.options_model
+        defaults = options_model().model_dump() if options_model else {}
         for key, value in defaults.items():  # every option not given keeps its options_model default
             if key not in self.options:
                 assert getattr(config, key) == value, key

@@ -19,16 +19,14 @@ from eric.model.config import EricConfig
 from eric.model.modeling_eric import EricForConditionalGeneration, EricOutput
 
 
-@strict
-class ToyConfig(EricConfig):
-    model_type = f"eric_{__name__}"  # "eric_" + its kind: how a saved model names its architecture
-
-    bias_weight: float | int = 0.1
-
-
 class ToyOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
     bias_weight: float = Field(0.1, ge=0)
+
+
+@strict
+class ToyConfig(EricConfig, options=ToyOptions):
+    model_type = f"eric_{__name__}"  # "eric_" + its kind: how a saved model names its architecture
 
 
 @dataclass
@@ -38,7 +36,6 @@ class ToyOutput(EricOutput):
 
 class ToyForConditionalGeneration(EricForConditionalGeneration):
     config_class = ToyConfig
-    options_model = ToyOptions
 
     def forward(self, input_ids=None, attention_mask=None, labels=None, **kwargs) -> ToyOutput:
         out = ToyOutput(**super().forward(input_ids, attention_mask, labels, **kwargs))

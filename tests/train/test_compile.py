@@ -8,11 +8,21 @@ from __future__ import annotations
 
 import copy
 
+import pytest
 import torch
 
 from eric.train.engine import build_optimizer, compile_in_place
 from tests.model.conftest import make_batch, tiny_model
 from tests.train.test_loop import make_trainer
+
+
+@pytest.fixture(autouse=True)
+def fresh_dynamo():
+    """Every test compiles anew: dynamo's per-function recompile limit, reached by the suite's
+    earlier compiles of the same forward, would otherwise fall back to eager (and fail fullgraph)."""
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
 
 
 def _loss_and_grads(model, batch) -> tuple[float, torch.Tensor]:
