@@ -200,8 +200,9 @@ def gpu_train() -> str:
 def _gpu_train_rows(path: Path, record: dict, meta: dict) -> list[list[str]]:
     cudnn = "" if meta.get("device") == "cpu" else \
         f", cuDNN attention {'on' if meta.get('cudnn_attention', True) else 'off'}"
+    backend = f", compiled by {meta['backend']}" if "compiled" in meta.get("modes", []) and meta.get("backend") else ""
     setup = (f"{meta.get('device', '?')}, {meta.get('micro_tokens', '?')} x {meta.get('accum', '?')}, "
-             f"pad to {meta.get('pad_multiple', 1)}{cudnn}")
+             f"pad to {meta.get('pad_multiple', 1)}{cudnn}{backend}")
     results, rows = record.get("results") or {}, []
     for model, result in results.items():
         for mode in meta.get("modes", []):
