@@ -16,9 +16,10 @@ from collections import Counter
 
 from torch.utils._python_dispatch import TorchDispatchMode
 
-# operators whose result size or value the host must read (on a GPU: wait for the device)
+# operators whose result size or value the host must read (on a GPU: wait for the device), and
+# the cuSOLVER decompositions that torch documents as synchronizing a CUDA device with the host
 SYNC_OPERATORS = ("aten._local_scalar_dense", "aten.nonzero", "aten.masked_select", "aten._unique2",
-                  "aten.repeat_interleave.Tensor")
+                  "aten.repeat_interleave.Tensor", "aten._linalg_svd", "aten._linalg_eigh")
 
 
 class OpCounter(TorchDispatchMode):

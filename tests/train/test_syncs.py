@@ -1,8 +1,12 @@
 """No host syncs in a training step (issue 27): nothing in ERIC's forward + backward, the
 optimizer step or the loop's bookkeeping reads a device value on the host, so a GPU's queue
-never drains mid-step. Counted at torch's dispatch level (benchmarks/op_count.py): reading a
-tensor's value (`.item()`, `float()`, `.tolist()`), or an operator whose output size depends
-on the data (nonzero, boolean indexing, unique), is a sync."""
+never drains mid-step, except the one documented below. Counted at torch's dispatch level
+(benchmarks/op_count.py): reading a tensor's value (`.item()`, `float()`, `.tolist()`), an
+operator whose output size depends on the data (nonzero, boolean indexing, unique), or a
+cuSOLVER decomposition is a sync.
+
+The one left: the SVD behind the `event_rank` diagnostic (one a forward; docs/gpu.md says how
+it would go). Any other sync fails these tests."""
 
 from __future__ import annotations
 
@@ -23,19 +27,19 @@ REMEDIES = dict(state_init="kmeans", state_init_events=32, dead_code_steps=2, ev
                 predictor_residual=True, dropout=0.1)
 
 
-def test_erics_training_forward_and_backward_read_nothing_on_the_host():
+def test_erics_training_forward_and_backward_read_the_host_only_for_the_rank_diagnostic():
     model = tiny_model(seed=0, **REMEDIES).train()
     batch = make_batch(seed=1)
     model(**batch).loss.backward()  # first call: lazy set-up outside the count
     with OpCounter() as counter:
         out = model(**batch)
         out.loss.backward()
-    assert counter.syncs == 0, [k for k in counter.counts if "local_scalar" in k or "nonzero" in k]
+    assert counter.syncs == 1 and counter.counts["aten._linalg_svd.default"] == 1, counter.counts
     assert counter.total > 500  # the counter really saw the step
     assert torch.isfinite(out.loss)
 
 
-def test_a_whole_training_step_reads_nothing_on_the_host_outside_logging(tmp_path):
+def test_a_whole_training_step_reads_nothing_else_on_the_host_outside_logging(tmp_path):
     """The Trainer with the codebook hooks (dead codes re-seeded every 2 steps), gradient
     accumulation and fused AdamW: every step's micro-batches, optimizer steps and hooks."""
     batches = {(total, rows): make_batch(seed=total, rows=rows) for total in range(96) for rows in (1, 2)}
@@ -50,11 +54,11 @@ def test_a_whole_training_step_reads_nothing_on_the_host_outside_logging(tmp_pat
     def counted(micro_batches):
         with OpCounter() as counter:
             step(micro_batches)
-        counts.append((counter.syncs, counter.total))
+        counts.append((counter.syncs - counter.counts["aten._linalg_svd.default"], counter.total))
 
     trainer._train_step = counted
     result = trainer.fit()
     assert len(counts) == 6 and all(total > 1000 for _, total in counts)
-    assert [syncs for syncs, _ in counts] == [0] * 6
+    assert [syncs for syncs, _ in counts] == [0] * 6  # besides the diagnostic's SVD, one a micro-batch
     assert [row["step"] for row in result.history] == [3, 6]  # the host reads happen here, when a row is logged
     assert result.history[-1]["codes_replaced_total"] > 0 and result.states_used > 0
