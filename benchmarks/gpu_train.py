@@ -19,8 +19,8 @@ runs a plain loop (AdamW, fused on CUDA; bf16 autocast on CUDA; clipping) eagerl
                 FlopCounterMode on every micro-batch shape, x steps/s / the card's peak
   MFU (6N)      the rule of thumb: 6 x parameters x real tokens per second / the card's peak
   ops, syncs    operators and host syncs of one eager training step (forward + backward) on
-                one micro-batch, counted below autograd (benchmarks/op_count.py): the CPU proxy
-                of host overhead
+                one micro-batch of a step whose row is not logged, counted below autograd
+                (benchmarks/op_count.py): the CPU proxy of host overhead
   graph breaks  where `compiled` runs: the graph breaks torch.compile recorded (0 = one graph)
 
 Figures are written to --out after each model and mode (eager ones first), so a run cut
@@ -90,9 +90,14 @@ def steps_of(batches: list[list[int]], accum: int, n_steps: int, seed: int = 0) 
 
 
 def build(name: str, size: str, vocab: int, ids) -> torch.nn.Module:
+    """The model as the Trainer steps it between logged rows (ERIC: no diagnostic that syncs)."""
     torch.manual_seed(0)
     config = build_config(ModelParams(size=size), "eric", vocab, ids)
-    return EricForConditionalGeneration(config) if name == "eric" else BartForConditionalGeneration(bart_config(config))
+    if name != "eric":
+        return BartForConditionalGeneration(bart_config(config))
+    model = EricForConditionalGeneration(config)
+    model.logged_step = False
+    return model
 
 
 def to_device(batch: dict, name: str) -> dict:

@@ -57,22 +57,24 @@ def same_text_candidates(anchor_rows: torch.Tensor, candidate_rows: torch.Tensor
     return anchor_rows[:, None] == candidate_rows[None, :]
 
 
-def event_spread(events: torch.Tensor, valid: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """(mean pairwise cosine, effective rank) of the unit vectors [M, D] under `valid` [M] (all
-    if None); NaN for fewer than two (the loop's means skip NaN).
-
-    Effective rank = exp(entropy of the normalized singular values) (Roy & Vetterli 2007):
-    1 when every vector is the same, D when they fill the space evenly. Masked rows are zeroed,
-    which adds only zero singular values: the same figure, with no shape that depends on `valid`."""
-    events = events.float()
-    if valid is not None:
-        events = events * valid[:, None].to(events.dtype)
-    m = events.new_tensor(events.shape[0]) if valid is None else valid.sum().to(events.dtype)
+def event_cosine(events: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+    """Mean pairwise cosine of the unit vectors [M, D] under `valid` [M]; NaN for fewer than two
+    (the loop's means skip NaN). Masked sums: no shape depends on `valid`."""
+    events = events.float() * valid[:, None].float()
+    m = valid.sum().float()
     gram = events @ events.t()
-    mean_cosine = (gram.sum() - gram.diagonal().sum()) / (m * (m - 1)).clamp(min=1)
+    mean = (gram.sum() - gram.diagonal().sum()) / (m * (m - 1)).clamp(min=1)
+    return torch.where(m < 2, torch.full_like(mean, float("nan")), mean)
+
+
+def effective_rank(events: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+    """exp(entropy of the normalized singular values) of the vectors [M, D] under `valid` (Roy &
+    Vetterli 2007): 1 when every vector is the same, D when they fill the space evenly; NaN for
+    fewer than two. Masked rows are zeroed, which adds only zero singular values. The SVD
+    synchronizes a CUDA device with the host (torch's docs), so the model computes it only on
+    the steps whose row the loop logs (`EricForConditionalGeneration.logged_step`)."""
+    events = events.float() * valid[:, None].float()
     singular = torch.linalg.svdvals(events)
     p = singular / singular.sum().clamp_min(1e-12)
     rank = torch.exp(-(p * p.clamp_min(1e-12).log()).sum())
-    undefined = m < 2
-    nan = torch.full_like(rank, float("nan"))
-    return torch.where(undefined, nan, mean_cosine), torch.where(undefined, nan, rank)
+    return torch.where(valid.sum() < 2, torch.full_like(rank, float("nan")), rank)

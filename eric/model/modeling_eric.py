@@ -172,6 +172,9 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
     # the original system's stage-one decoding (`generate` keywords) that `sample.decoding: original`
     # puts over the shared settings; {}: the shared ones (ERIC's paper: top-p 0.9)
     original_decoding: dict = {}
+    # diagnostics that need a host sync on CUDA (the effective rank's SVD) are computed only when
+    # True: the training loop sets it for the steps whose row it logs (and for validation)
+    logged_step: bool = True
 
     @classmethod
     def config_options(cls, options: dict) -> dict:
@@ -458,7 +461,10 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
             out.contrastive_chance = (per_anchor * target.flatten()).sum() / target.sum().clamp(min=1)
         else:
             out.contrastive_chance = valid.sum().clamp(min=1).float().log()
-        out.event_cosine, out.event_rank = losses.event_spread(units.events.flatten(0, 1), target.flatten())
+        events, valid = units.events.flatten(0, 1), target.flatten()
+        out.event_cosine = losses.event_cosine(events, valid)
+        if self.logged_step:  # an SVD: a host sync on CUDA, so only where the loop logs a row
+            out.event_rank = losses.effective_rank(events, valid)
 
     # -- initialization from a plain BART checkpoint --
     @classmethod

@@ -257,6 +257,8 @@ class Trainer:
 
     def _train_step(self, micro_batches: list[list[int]]) -> None:
         self.engine.train()
+        step = self.state.step + 1
+        self._mark_logged_step(step % self.settings.log_every == 0 or step >= self.total_steps)
         lr = self.engine.get_lr()[0]
         self.throughput.start()
         tokens = 0
@@ -304,6 +306,12 @@ class Trainer:
         if hasattr(self.collate_fn, "set_epoch"):
             self.collate_fn.set_epoch(epoch)
 
+    def _mark_logged_step(self, logged: bool) -> None:
+        """Tell a model whose costly diagnostics need a host sync (ERIC's `logged_step`) whether
+        this step's row is logged."""
+        if hasattr(self.engine.module, "logged_step"):
+            self.engine.module.logged_step = logged
+
     def _collate(self, dataset: Sequence, indices: list[int]) -> dict:
         return self.collate_fn([dataset[i] for i in indices])
 
@@ -335,6 +343,7 @@ class Trainer:
     @torch.no_grad()
     def _validate(self) -> None:
         self.engine.eval()
+        self._mark_logged_step(True)
         self._set_collate_epoch(0)  # the same draws at every validation: comparable losses
         sums = Averager()
         for indices in self.val_batches:

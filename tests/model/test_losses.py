@@ -83,15 +83,18 @@ def test_contrastive_chance_counts_anchors_and_hard_negatives():
 
 
 def test_event_spread_of_identical_and_orthogonal_vectors():
+    every = lambda m: torch.ones(m, dtype=torch.bool)  # noqa: E731
     same = torch.nn.functional.normalize(torch.ones(4, 3), dim=-1)
-    cosine, rank = losses.event_spread(same)
+    cosine, rank = losses.event_cosine(same, every(4)), losses.effective_rank(same, every(4))
     assert math.isclose(float(cosine), 1.0, rel_tol=1e-5) and math.isclose(float(rank), 1.0, rel_tol=1e-4)
-    cosine, rank = losses.event_spread(torch.eye(3))
+    cosine, rank = losses.event_cosine(torch.eye(3), every(3)), losses.effective_rank(torch.eye(3), every(3))
     assert abs(float(cosine)) < 1e-6 and math.isclose(float(rank), 3.0, rel_tol=1e-5)
-    assert all(math.isnan(float(v)) for v in losses.event_spread(torch.eye(3)[:1]))  # undefined for one
+    one = torch.eye(3)[:1]
+    assert math.isnan(float(losses.event_cosine(one, every(1)))) and math.isnan(float(losses.effective_rank(one, every(1))))
     padded = torch.cat([torch.eye(3)[:2], torch.randn(2, 3), torch.eye(3)[2:]])  # masked rows change nothing
-    cosine, rank = losses.event_spread(padded, torch.tensor([True, True, False, False, True]))
-    assert abs(float(cosine)) < 1e-6 and math.isclose(float(rank), 3.0, rel_tol=1e-5)
+    valid = torch.tensor([True, True, False, False, True])
+    assert abs(float(losses.event_cosine(padded, valid))) < 1e-6
+    assert math.isclose(float(losses.effective_rank(padded, valid)), 3.0, rel_tol=1e-5)
 
 
 def test_entity_loss_covers_planned_units_only():
