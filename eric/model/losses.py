@@ -15,12 +15,17 @@ def language_model_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Ten
     return F.cross_entropy(logits.float().view(-1, logits.shape[-1]), labels.view(-1), ignore_index=-100)
 
 
+def masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean of the rows of `values` [M, ...] where `mask` [M]; zero when there is none. A
+    weighted sum, not a gather: no shape depends on the mask (a static, sync-free step)."""
+    weight = mask.to(values.dtype).reshape(-1, *[1] * (values.dim() - 1))
+    return (values * weight).sum(0) / weight.sum().clamp(min=1)
+
+
 def entity_loss(logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """L_Ent: cross-entropy of the planner over the units in `mask` (zero if none); a masked
-    mean, so no shape depends on the mask."""
+    """L_Ent: cross-entropy of the planner over the units in `mask` (zero if none)."""
     per_unit = F.cross_entropy(logits.float().flatten(0, -2), targets.flatten(), reduction="none")
-    weight = mask.flatten().to(per_unit.dtype)
-    return (per_unit * weight).sum() / weight.sum().clamp(min=1)
+    return masked_mean(per_unit, mask.flatten())
 
 
 def joint_representation(events: torch.Tensor, states: torch.Tensor) -> torch.Tensor:
@@ -30,26 +35,24 @@ def joint_representation(events: torch.Tensor, states: torch.Tensor) -> torch.Te
 
 def info_nce(
     anchors: torch.Tensor, positives: torch.Tensor, tau: float, extra_negatives: torch.Tensor | None = None,
-    allowed: torch.Tensor | None = None, valid: torch.Tensor | None = None, negatives_valid: torch.Tensor | None = None,
+    allowed: torch.Tensor | None = None, valid: torch.Tensor | None = None, candidates_valid: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """InfoNCE with in-batch negatives: anchor i's positive is positives[i], the others are negatives.
 
     anchors, positives [M, D] (normalized); extra_negatives [H, D] are negatives for
     every anchor (the authors' hard negatives). `allowed` [M, M + H] bool, if given, limits
-    each anchor's candidates (e.g. to its own text); the diagonal must be allowed. `valid` [M] /
-    `negatives_valid` [H] mark the real rows of padded inputs (all if None): the loss is the mean
-    over valid anchors of their cross-entropy over valid candidates, zero when there is none.
+    each anchor's candidates (e.g. to its own text); the diagonal must be allowed. `valid` [M] and
+    `candidates_valid` [M + H] mark the real rows of padded inputs (all if None): the loss is the
+    mean over valid anchors of their cross-entropy over valid candidates, zero when there is none.
     """
     candidates = positives if extra_negatives is None else torch.cat([positives, extra_negatives], dim=0)
     logits = anchors.float() @ candidates.float().t() / tau
-    if valid is not None:
-        column_valid = valid if extra_negatives is None else torch.cat([valid, negatives_valid])
-        allowed = column_valid[None, :] if allowed is None else allowed & column_valid[None, :]
+    if candidates_valid is not None:
+        allowed = candidates_valid[None, :] if allowed is None else allowed & candidates_valid[None, :]
     if allowed is not None:
         logits = logits.masked_fill(~allowed, torch.finfo(logits.dtype).min)
     per_anchor = F.cross_entropy(logits, torch.arange(anchors.shape[0], device=anchors.device), reduction="none")
-    weight = torch.ones_like(per_anchor) if valid is None else valid.to(per_anchor.dtype)
-    return (per_anchor * weight).sum() / weight.sum().clamp(min=1)
+    return masked_mean(per_anchor, torch.ones_like(per_anchor, dtype=torch.bool) if valid is None else valid)
 
 
 def same_text_candidates(anchor_rows: torch.Tensor, candidate_rows: torch.Tensor) -> torch.Tensor:

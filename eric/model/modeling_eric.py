@@ -425,19 +425,20 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
             return
         # every tensor keeps its [B, N] slots, masked where there is no state: no shape depends on the data
         target = units.state_ids >= 0
-        positives = losses.joint_representation(units.events, units.states)
-        negatives, negatives_found = units.negatives, units.negatives_found
+        anchors = target.flatten()  # the anchor slots with a state; the candidates add the hard negatives
+        negatives, candidates = units.negatives, anchors
         if negatives is not None:
-            negatives, negatives_found = negatives.flatten(0, 1), negatives_found.flatten()
+            negatives, candidates = negatives.flatten(0, 1), torch.cat([anchors, units.negatives_found.flatten()])
+        positives = losses.joint_representation(units.events, units.states)
         allowed = self._candidates(target, units)
         out.contrastive_loss = losses.info_nce(
             predicted.flatten(0, 1), positives.flatten(0, 1), self.config.tau, negatives, allowed,
-            valid=target.flatten(), negatives_valid=negatives_found,
+            valid=anchors, candidates_valid=candidates,
         )
         if self.config.entropy_weight > 0:
             penalty = usage_entropy_penalty(units.cosines, self.config.tau, target)
             out.state_entropy_loss = torch.where(target.any(), penalty, torch.zeros_like(penalty))
-        self._state_diagnostics(out, units, target, allowed)
+        self._state_diagnostics(out, units, anchors, candidates, allowed)
 
     def _candidates(self, target: torch.Tensor, units: UnitInputs) -> torch.Tensor | None:
         """L_CL's candidates per anchor slot: the whole batch (paper), or its own text only
@@ -449,22 +450,21 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
         return losses.same_text_candidates(rows, candidate_rows)
 
     @torch.no_grad()
-    def _state_diagnostics(self, out: EricOutput, units: UnitInputs, target: torch.Tensor, allowed=None) -> None:
+    def _state_diagnostics(self, out: EricOutput, units: UnitInputs, anchors: torch.Tensor, candidates: torch.Tensor,
+                           allowed=None) -> None:
+        """anchors [B*N] / candidates [B*N (+ B*N)]: the valid slots of L_CL's anchors and candidates."""
         ids = units.state_ids.clamp(min=0).flatten()
-        used = torch.zeros(self.config.num_states, device=ids.device).index_add_(0, ids, target.flatten().float())
+        used = torch.zeros(self.config.num_states, device=ids.device).index_add_(0, ids, anchors.float())
         out.codebook_usage = (used > 0).float().mean()
-        valid = target.flatten()
-        if units.negatives_found is not None:
-            valid = torch.cat([valid, units.negatives_found.flatten()])
         if allowed is not None:  # mean over anchors of ln(their candidates)
-            per_anchor = (allowed & valid[None, :]).sum(1).clamp(min=1).float().log()
-            out.contrastive_chance = (per_anchor * target.flatten()).sum() / target.sum().clamp(min=1)
+            per_anchor = (allowed & candidates[None, :]).sum(1).clamp(min=1).float().log()
+            out.contrastive_chance = losses.masked_mean(per_anchor, anchors)
         else:
-            out.contrastive_chance = valid.sum().clamp(min=1).float().log()
-        events, valid = units.events.flatten(0, 1), target.flatten()
-        out.event_cosine = losses.event_cosine(events, valid)
+            out.contrastive_chance = candidates.sum().clamp(min=1).float().log()
+        events = units.events.flatten(0, 1)
+        out.event_cosine = losses.event_cosine(events, anchors)
         if self.logged_step:  # an SVD: a host sync on CUDA, so only where the loop logs a row
-            out.event_rank = losses.effective_rank(events, valid)
+            out.event_rank = losses.effective_rank(events, anchors)
 
     # -- initialization from a plain BART checkpoint --
     @classmethod

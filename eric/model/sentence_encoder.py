@@ -93,8 +93,9 @@ class SentenceEncoder(nn.Module):
         hidden = embed_tokens(ids)
         hidden = hidden + self.embed_positions(None, position_ids=rows.positions)[0]  # restarted positions
         hidden = F.dropout(self.layernorm_embedding(hidden), p=self.dropout, training=self.training)
+        mask = _additive(rows.same_unit, hidden.dtype)  # once, for every layer but the last
         for layer in self.layers[:-1]:
-            hidden = layer(hidden, _additive(rows.same_unit, hidden.dtype))
+            hidden = layer(hidden, mask)
         picked = self._last_layer_at_queries(hidden, rows.same_unit, query_positions.clamp(min=0))
 
         projected = self.event_proj(picked)

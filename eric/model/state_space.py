@@ -36,6 +36,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from eric.model.losses import masked_mean
+
 
 @dataclass
 class Quantized:
@@ -220,8 +222,7 @@ def usage_entropy_penalty(cosines: torch.Tensor, tau: float, mask: torch.Tensor 
     None): zero when the batch's soft assignments use every state equally (DiscoDVT's entropy
     penalization of the averaged posterior)."""
     soft = torch.softmax(cosines.float() / tau, dim=-1).flatten(0, -2)
-    weight = torch.ones_like(soft[:, :1]) if mask is None else mask.reshape(-1, 1).to(soft.dtype)
-    mean = (soft * weight).sum(0) / weight.sum().clamp(min=1)
+    mean = masked_mean(soft, torch.ones_like(soft[:, 0], dtype=torch.bool) if mask is None else mask.flatten())
     entropy = -(mean * mean.clamp_min(1e-12).log()).sum()
     return torch.log(torch.tensor(float(cosines.shape[-1]), device=cosines.device)) - entropy
 

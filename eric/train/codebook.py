@@ -157,8 +157,8 @@ class CodebookCare:
             return torch.zeros_like(dead)
         size, (k, d) = recent.shape[0], self.space.codebook.shape
         gen = self.device_generator
-        offset = (torch.rand(k, generator=gen, device=recent.device) * filled).long().clamp(max=size - 1)
-        picks = (size - filled + offset).clamp(max=size - 1)  # the newest `filled` slots are the events
+        offset = (torch.rand(k, generator=gen, device=recent.device) * filled).long()  # < filled
+        picks = (size - filled + offset).clamp(max=size - 1)  # the newest `filled` slots are the events (none: clamped)
         noise = torch.randn(k, d, generator=gen, device=recent.device) * 0.01
         values = _broadcast(F.normalize(recent[picks] + noise, dim=-1))
         rows = dead & _broadcast(filled.clone()).gt(0)

@@ -204,7 +204,7 @@ class Trainer:
                 self._train_step(micro_batches)
                 bar.update(1)
                 self._after_step()
-                if self.state.history and self.state.history[-1]["step"] == self.state.step:  # a logged step
+                if self._logs_row(self.state.step):
                     bar.set_postfix(self._postfix(), refresh=False)
                 if self.state.step >= self.total_steps:
                     break
@@ -257,8 +257,7 @@ class Trainer:
 
     def _train_step(self, micro_batches: list[list[int]]) -> None:
         self.engine.train()
-        step = self.state.step + 1
-        self._mark_logged_step(step % self.settings.log_every == 0 or step >= self.total_steps)
+        self._mark_logged_step(self._logs_row(self.state.step + 1))
         lr = self.engine.get_lr()[0]
         self.throughput.start()
         tokens = 0
@@ -290,7 +289,7 @@ class Trainer:
         step, s = self.state.step, self.settings
         epoch_end = step % self.steps_per_epoch == 0
         done = step >= self.total_steps
-        if step % s.log_every == 0 or done:
+        if self._logs_row(step):
             self._log_train()
         if self.val_batches and (epoch_end or done or (s.eval_every and step % s.eval_every == 0)):
             self._validate()
@@ -305,6 +304,10 @@ class Trainer:
         """A collator that draws per epoch (ERIC's entity choice) redraws deterministically."""
         if hasattr(self.collate_fn, "set_epoch"):
             self.collate_fn.set_epoch(epoch)
+
+    def _logs_row(self, step: int) -> bool:
+        """Whether the loop logs a training row after optimizer step `step` (1-based)."""
+        return step % self.settings.log_every == 0 or step >= self.total_steps
 
     def _mark_logged_step(self, logged: bool) -> None:
         """Tell a model whose costly diagnostics need a host sync (ERIC's `logged_step`) whether
