@@ -125,6 +125,7 @@ class SampleParams(Section):
     mention_top_p: float = Field(0.9, gt=0, le=1)
     mention_top_k: int = Field(0, ge=0)
     mention_max_length: int = Field(128, ge=4)
+    decode_step: Literal["dynamic", "static", "compiled"] = "dynamic"  # both stages: growing KV cache | fixed-shape caches | the fixed-shape step torch.compile'd (CUDA graphs on CUDA); same samples (eric/model/static_decoding.py)
     seed: int | None = None  # null: the top-level seed
     out_dir: str = "outputs/samples"  # <variant>.parquet
 

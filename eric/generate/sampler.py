@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import torch
 from tqdm.auto import tqdm
+from transformers.generation import CompileConfig
 
 from eric.config import MentionsParams, ModelParams, Params, PreprocessParams, SampleParams
 from eric.generate.inputs import StoryInput
@@ -90,7 +91,7 @@ def sample_stage_one(model, tokenizer, inputs: list[str], options: SamplingOptio
         out = model.generate(
             enc["input_ids"], enc["attention_mask"], max_new_tokens=options.max_length, **decoding,
             no_repeat_ngram_size=options.no_repeat_ngram_size, entity_temperature=options.entity_temperature,
-            max_units=options.max_units, generator=generator,
+            max_units=options.max_units, generator=generator, decode_step=options.decode_step,
         )
         samples.extend(_stage_one_sample(out, row, tokenizer, model.config) for row in range(len(batch)))
     return samples
@@ -129,13 +130,26 @@ def generate_mentions(model, tokenizer, inputs: list[str], stories: list[str], o
                             return_tensors="pt").to(model.device)
             generated = model.generate(
                 **enc, do_sample=True, top_p=options.mention_top_p, top_k=options.mention_top_k,
-                max_new_tokens=options.mention_max_length, num_beams=1,
+                max_new_tokens=options.mention_max_length, num_beams=1, **static_decoding(options.decode_step, model),
             )
             decoded.extend(tokenizer.batch_decode(generated, skip_special_tokens=True,
                                                   clean_up_tokenization_spaces=False))
     for i, text in zip(wanted, decoded):
         outputs[i] = " ".join(text.split())
     return outputs
+
+
+def static_decoding(decode_step: str, model) -> dict:
+    """transformers' `generate` keywords for stage two's decoding step (the mention model is a plain
+    BART): its static cache, and for `compiled` its compiled forward (fullgraph; CUDA graphs on CUDA)."""
+    if decode_step == "dynamic":
+        return {}
+    if decode_step == "static":
+        return {"cache_implementation": "static"}
+    cuda = model.device.type == "cuda"
+    config = CompileConfig(fullgraph=True, mode="reduce-overhead" if cuda else "default")
+    config._compile_all_devices = not cuda  # transformers compiles only on accelerators unless told (its own flag)
+    return {"cache_implementation": "static", "compile_config": config}
 
 
 def sample_stories(

@@ -19,6 +19,7 @@ from transformers.models.bart.modeling_bart import BartDecoderLayer, BartLearned
 
 from eric.model.config import EricConfig
 from eric.model.state_attention import StateAttention, StateAttentionCache, StateAttentionInputs, StateKeys
+from eric.model.static_decoding import StaticEricCache
 
 
 def padding_mask_4d(mask: torch.Tensor | None, config) -> torch.Tensor | None:
@@ -116,7 +117,7 @@ class EricDecoder(nn.Module):
         encoder_hidden_states: torch.Tensor,
         encoder_attention_mask: torch.Tensor | None = None,
         attention_mask: torch.Tensor | None = None,
-        cache: EricCache | None = None,
+        cache: EricCache | StaticEricCache | None = None,
         state_keys: StateKeys | None = None,
     ) -> torch.Tensor:
         """inputs_embeds [B, T, d] (token + entity input), is_sent [B, T]; returns the last layer [B, T, d].
@@ -124,12 +125,25 @@ class EricDecoder(nn.Module):
         `encoder_attention_mask` may be 2D (padding) or an already built 4D mask; `state_keys`
         the state attention's key slots if the caller knows them (else found from is_sent).
         """
-        batch, length, _ = inputs_embeds.shape
-        past = cache.length if cache is not None else 0
-        query_positions = torch.arange(past, past + length, device=inputs_embeds.device)
-        hidden = inputs_embeds + self.embed_positions(None, past, position_ids=query_positions)
-        hidden = nn.functional.dropout(self.layernorm_embedding(hidden), p=self.dropout, training=self.training)
+        if isinstance(cache, StaticEricCache):  # one token on fixed shapes (eric/model/static_decoding.py)
+            query_positions, self_mask, state_inputs = cache.step_inputs(is_sent, inputs_embeds.dtype)
+            hidden = self._embed(inputs_embeds, query_positions)
+            cross_mask = encoder_attention_mask  # built once by generate
+        else:
+            hidden, self_mask, cross_mask, state_inputs = self._dynamic_inputs(
+                inputs_embeds, is_sent, encoder_hidden_states, encoder_attention_mask, attention_mask, cache, state_keys
+            )
+        for layer in self.layers:
+            hidden = layer(hidden, self_mask, encoder_hidden_states, cross_mask, state_inputs, cache)
+        return hidden
 
+    def _dynamic_inputs(self, inputs_embeds, is_sent, encoder_hidden_states, encoder_attention_mask, attention_mask,
+                        cache, state_keys):
+        """(embedded input, self- and cross-attention masks, state inputs) of a whole sequence (training)
+        or of a chunk on the dynamic cache; advances the cache's length."""
+        length = inputs_embeds.shape[1]
+        past = cache.length if cache is not None else 0
+        hidden = self._embed(inputs_embeds, torch.arange(past, past + length, device=inputs_embeds.device))
         self_mask = self._self_attention_mask(inputs_embeds, attention_mask, cache, past)
         cross_mask = padding_mask_4d(encoder_attention_mask, self.config)
         if cross_mask is not None and cross_mask.dim() == 2:
@@ -147,10 +161,11 @@ class EricDecoder(nn.Module):
         if cache is not None:
             cache.length += length
             cache.reads_sent = None
+        return hidden, self_mask, cross_mask, state_inputs
 
-        for layer in self.layers:
-            hidden = layer(hidden, self_mask, encoder_hidden_states, cross_mask, state_inputs, cache)
-        return hidden
+    def _embed(self, inputs_embeds: torch.Tensor, query_positions: torch.Tensor) -> torch.Tensor:
+        hidden = inputs_embeds + self.embed_positions(None, position_ids=query_positions)
+        return nn.functional.dropout(self.layernorm_embedding(hidden), p=self.dropout, training=self.training)
 
     def _self_attention_mask(self, inputs_embeds, attention_mask, cache, past):
         length = inputs_embeds.shape[1]

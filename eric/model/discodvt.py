@@ -526,14 +526,13 @@ class DiscoDVTForConditionalGeneration(EricForConditionalGeneration):
         finally:
             self._latent = previous
 
-    def decode(self, decoder_input_ids, unit_embeds, encoder_hidden, encoder_mask=None, cache=None, state_keys=None):
+    def decoder_inputs(self, decoder_input_ids, unit_embeds, start: int = 0):
         if self._latent is not None:
-            start = cache.length if cache is not None else 0
             length = decoder_input_ids.shape[1]
             piece = self._latent[:, start : start + length]
             piece = F.pad(piece, (0, 0, 0, length - piece.shape[1]))  # no code past the last one
             unit_embeds = piece if unit_embeds is None else unit_embeds + piece
-        return super().decode(decoder_input_ids, unit_embeds, encoder_hidden, encoder_mask, cache, state_keys)
+        return super().decoder_inputs(decoder_input_ids, unit_embeds, start)
 
     # -- forward --
     def forward(self, input_ids=None, attention_mask=None, labels=None, decoder_input_ids=None,

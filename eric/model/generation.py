@@ -49,6 +49,7 @@ from transformers.generation import (
 from transformers.masking_utils import create_bidirectional_mask
 
 from eric.model.decoder import EricCache
+from eric.model.static_decoding import DECODE_STEPS, StaticDecodeStep, StaticEricCache
 from eric.model.state_attention import fit
 from eric.model.units import UnitLayout
 
@@ -160,8 +161,13 @@ class EricGenerationMixin:
         use_cache: bool = True,
         generator: torch.Generator | None = None,
         penalty_alpha: float | None = None,
+        decode_step: str = "dynamic",
     ) -> EricGenerationOutput:
         config = self.config
+        if decode_step not in DECODE_STEPS:
+            raise ValueError(f"decode_step must be one of {DECODE_STEPS}, not {decode_step!r}")
+        if decode_step != "dynamic" and not use_cache:
+            raise ValueError(f"decode_step={decode_step!r} reads one token a step on a cache: it needs use_cache=True")
         was_training = self.training
         self.eval()
         batch, device = input_ids.shape[0], input_ids.device
@@ -186,7 +192,11 @@ class EricGenerationMixin:
         processors = self._logits_processors(
             do_sample, temperature, top_k, top_p, no_repeat_ngram_size, min_new_tokens, device
         )
-        step_state = _StepState(self, batch, device, use_cache, keep_units=contrastive)
+        if decode_step == "dynamic":
+            step_state = _StepState(self, batch, device, use_cache, keep_units=contrastive)
+        else:
+            slots = max_new_tokens + contrastive  # contrastive search reads one candidate past the last token
+            step_state = _StaticStepState(self, batch, device, contrastive, slots, decode_step == "compiled")
         context = GrowingBuffer() if contrastive else None  # h_j of the positions read so far
         finished = torch.zeros(batch, dtype=torch.bool, device=device)
         unit_counts = torch.zeros(batch, dtype=torch.long, device=device)
@@ -337,8 +347,7 @@ class _StepState:
     def decode(self, tokens, unit_embed, encoder_hidden, encoder_mask, reads_sent, any_sent) -> torch.Tensor:
         model = self.model
         if self.use_cache:
-            self.cache.reads_sent = any_sent
-            hidden = model.decode(tokens[:, -1:], unit_embed, encoder_hidden, encoder_mask, self.cache)
+            hidden = self._cached_step(tokens[:, -1:], unit_embed, encoder_hidden, encoder_mask, any_sent)
             if self.memory is not None:
                 self.memory.update(hidden, reads_sent, any_sent)
             if self.keep_units:
@@ -347,6 +356,20 @@ class _StepState:
         self._keep_unit(unit_embed, encoder_hidden, tokens.shape[0])
         self.hidden = model.decode(tokens, self.unit_embeds, encoder_hidden, encoder_mask)
         return self.hidden[:, -1:]
+
+    def _cached_step(self, token, unit_embed, encoder_hidden, encoder_mask, any_sent) -> torch.Tensor:
+        """One token [B, 1] read on the cache; `any_sent`: some row reads a sentence token."""
+        self.cache.reads_sent = any_sent
+        return self.model.decode(token, unit_embed, encoder_hidden, encoder_mask, self.cache)
+
+    def _read_ahead(self, token, encoder_hidden, encoder_mask) -> torch.Tensor:
+        """The last-layer state [B, 1, d] of one token read on the cache, then forgotten."""
+        cache, length = self.cache, self.cache.length
+        cache.reads_sent = None
+        hidden = self.model.decode(token, None, encoder_hidden, encoder_mask, cache)
+        cache.attention.crop(-1)  # drop the candidate's position
+        cache.length = length
+        return hidden
 
     def _keep_unit(self, unit_embed, encoder_hidden, batch: int) -> None:
         if unit_embed is None:
@@ -360,14 +383,8 @@ class _StepState:
         after each. Otherwise the whole prefix plus each candidate, the k candidates in one batch."""
         model = self.model
         if self.use_cache and not model.config.use_state_attention:
-            cache, length = self.cache, self.cache.length
-            states = []
-            for column in range(candidates.shape[1]):
-                cache.reads_sent = None
-                states.append(model.decode(candidates[:, column : column + 1], None, encoder_hidden, step_mask, cache))
-                cache.attention.crop(-1)  # drop the candidate's position
-                cache.length = length
-            return torch.cat(states, dim=1)
+            columns = range(candidates.shape[1])
+            return torch.cat([self._read_ahead(candidates[:, c : c + 1], encoder_hidden, step_mask) for c in columns], 1)
         batch, k = candidates.shape
         expand = lambda x: x.repeat_interleave(k, dim=0)  # noqa: E731  row b's candidates are rows b*k .. b*k+k-1
         ahead = torch.cat([expand(tokens), candidates.reshape(-1, 1)], dim=1)
@@ -394,3 +411,27 @@ class _StepState:
         if self.predictor is not None:
             keys, values = self.predictor.memory(hidden)
         return context, keys, values, visible
+
+
+class _StaticStepState(_StepState):
+    """The cached step on fixed shapes (eric/model/static_decoding.py), eager or compiled."""
+
+    def __init__(self, model, batch: int, device, keep_units: bool, max_length: int, compiled: bool):
+        super().__init__(model, batch, device, use_cache=True, keep_units=keep_units)
+        self.cache = StaticEricCache.empty(model, batch, max_length, device, model.dtype)
+        self.step = StaticDecodeStep(model, compiled)
+        self.units_bound = 0  # the host's bound on any row's state keys: steps at which some row read <sent>
+
+    def _cached_step(self, token, unit_embed, encoder_hidden, encoder_mask, any_sent) -> torch.Tensor:
+        if any_sent:
+            self.units_bound += 1
+            state = self.cache.state
+            if state is not None and self.units_bound > state.capacity:  # rare: read the exact count (a sync)
+                self.units_bound = int(state.counts.max()) + 1
+                self.cache.reserve(self.units_bound)
+        return self.step(self.cache, token, unit_embed, encoder_hidden, encoder_mask)
+
+    def _read_ahead(self, token, encoder_hidden, encoder_mask) -> torch.Tensor:
+        hidden = self.step(self.cache, token, None, encoder_hidden, encoder_mask)
+        self.cache.rollback()
+        return hidden

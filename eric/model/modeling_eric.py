@@ -278,11 +278,16 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
     def decode(self, decoder_input_ids, unit_embeds, encoder_hidden, encoder_mask=None, cache=None, state_keys=None):
         """Decoder pass; `unit_embeds` [B, T, d] is added to the token embeddings (zeros off sentence tokens);
         `state_keys`: the state attention's key slots when the caller knows them (the unit layout)."""
+        embeds, is_sent = self.decoder_inputs(decoder_input_ids, unit_embeds, cache.length if cache is not None else 0)
+        return self.model.decoder(embeds, is_sent, encoder_hidden, encoder_mask, cache=cache, state_keys=state_keys)
+
+    def decoder_inputs(self, decoder_input_ids, unit_embeds, start: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+        """(input embeddings [B, T, d], sentence-token mask [B, T]) of tokens read from position `start`:
+        the token embedding plus the entity input; a baseline that adds more (DiscoDVT's codes) overrides it."""
         embeds = self.model.shared(decoder_input_ids)
         if unit_embeds is not None:
             embeds = embeds + unit_embeds.to(embeds.dtype)
-        is_sent = decoder_input_ids == self.config.sent_token_id  # all False without a sentence token id
-        return self.model.decoder(embeds, is_sent, encoder_hidden, encoder_mask, cache=cache, state_keys=state_keys)
+        return embeds, decoder_input_ids == self.config.sent_token_id  # all False without a sentence token id
 
     def lm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         return self.lm_head(hidden) + self.final_logits_bias.to(hidden.dtype)

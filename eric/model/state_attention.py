@@ -118,19 +118,7 @@ class StateAttentionCache:
         kept = self.step_masks[layer_idx] if length == 1 else None
         if kept is not None and kept[0] is visibility:
             return kept[1]
-        entries = self.entries[layer_idx][:, : self.slots]
-        batch, slots, width = entries.shape
-        d = (width - heads) // (2 * heads)
-        keys, values, key_bias = entries.split([heads * d, heads * d, heads], dim=-1)
-        if heads == 1:
-            keys_t, mask = keys.transpose(1, 2), key_bias.transpose(1, 2)  # mask [B, 1, S]
-        else:
-            keys_t = keys.view(batch, slots, heads, d).permute(0, 2, 3, 1)
-            values = values.view(batch, slots, heads, d).transpose(1, 2)
-            mask = key_bias.permute(0, 2, 1)[:, :, None, :]  # [B, H, 1, S]
-        if visibility is not None:  # [B, 1, T, S]
-            mask = mask + (visibility[:, 0] if heads == 1 else visibility)
-        inputs = (keys_t, values, mask.expand(*mask.shape[:-2], length, slots))
+        inputs = folded_attention_inputs(self.entries[layer_idx][:, : self.slots], heads, visibility, length)
         if length == 1:
             self.step_masks[layer_idx] = (visibility, inputs)
         return inputs
@@ -141,7 +129,7 @@ class StateAttentionCache:
         if self.step_visibility is None:
             slots = torch.arange(self.slots, device=self.counts.device)
             visible = slots[None, :] < self.counts[:, None]
-            self.step_visibility = (None if self.uniform else _bias(visible[:, None], dtype),
+            self.step_visibility = (None if self.uniform else bias_mask(visible[:, None], dtype),
                                     None if bool(self.counts.all()) else (self.counts > 0)[:, None, None])
         return self.step_visibility
 
@@ -149,6 +137,24 @@ class StateAttentionCache:
         """(bias, has_key) of a chunk of `length` queries starting at `past_length`."""
         valid = torch.arange(self.slots, device=self.counts.device)[None, :] < self.counts[:, None]
         return _visibility(self.positions[:, : self.slots], valid, past_length, length, dtype)
+
+
+def folded_attention_inputs(entries: torch.Tensor, heads: int, visibility: torch.Tensor | None, length: int):
+    """Folded entries [B, S, 2 H d + H] -> (keys^T, values, additive mask) for `length` queries:
+    [B, d, S], [B, S, d], [B, T, S] with one head, else [B, H, d, S], [B, H, S, d], [B, H, T, S]
+    (views of the entries); `visibility` [B, 1, T or 1, S] is added to the key biases."""
+    batch, slots, width = entries.shape
+    d = (width - heads) // (2 * heads)
+    keys, values, key_bias = entries.split([heads * d, heads * d, heads], dim=-1)
+    if heads == 1:
+        keys_t, mask = keys.transpose(1, 2), key_bias.transpose(1, 2)  # mask [B, 1, S]
+    else:
+        keys_t = keys.view(batch, slots, heads, d).permute(0, 2, 3, 1)
+        values = values.view(batch, slots, heads, d).transpose(1, 2)
+        mask = key_bias.permute(0, 2, 1)[:, :, None, :]  # [B, H, 1, S]
+    if visibility is not None:  # [B, 1, T, S]
+        mask = mask + (visibility[:, 0] if heads == 1 else visibility)
+    return keys_t, values, mask.expand(*mask.shape[:-2], length, slots)
 
 
 @dataclass
@@ -193,10 +199,10 @@ def _visibility(positions, valid, past_length: int, length: int, dtype: torch.dt
     query_positions = torch.arange(past_length, past_length + length, device=positions.device)
     visible = valid[:, None, :] & (positions[:, None, :] <= query_positions[None, :, None])
     has_key = visible.any(-1, keepdim=True)
-    return _bias(visible, dtype), has_key if static or not bool(has_key.all()) else None
+    return bias_mask(visible, dtype), has_key if static or not bool(has_key.all()) else None
 
 
-def _bias(visible: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+def bias_mask(visible: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """visible [B, T, S] -> the additive mask [B, 1, T, S]."""
     bias = torch.zeros(visible.shape, dtype=dtype, device=visible.device)
     return bias.masked_fill_(~visible, torch.finfo(dtype).min)[:, None]

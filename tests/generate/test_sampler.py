@@ -48,6 +48,17 @@ def test_sampling_is_deterministic_given_a_seed(models, inputs):
     assert [r["id"] for r in first] == [r.id for r in inputs]
 
 
+@pytest.mark.parametrize("step", ["static", "compiled"])
+def test_every_decoding_step_samples_the_same_stories_and_mentions(models, inputs, step):
+    """Stage one on ERIC's static step, stage two on transformers' static cache (and compiled forward)."""
+    model, tokenizer, mentions, mention_tokenizer = models
+    dynamic = sample_stories(inputs, model, tokenizer, OPTIONS, mentions, mention_tokenizer, NamePool(["Zed"], 1))
+    options = SamplingOptions(**{**OPTIONS.__dict__, "decode_step": step})
+    rows = sample_stories(inputs, model, tokenizer, options, mentions, mention_tokenizer, NamePool(["Zed"], 1))
+    assert any(r["mentions_text"] for r in rows)  # stage two ran
+    assert rows == dynamic
+
+
 def test_per_unit_entities_and_states_are_those_the_model_planned(models, inputs):
     model, tokenizer, _, _ = models
     texts = [r.input for r in inputs[:3]]

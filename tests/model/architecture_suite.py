@@ -26,7 +26,7 @@ from eric.data.tokenizer import SpecialTokenIds
 from eric.model.registry import architecture, architecture_of
 from eric.model.variants import build_config
 from eric.train.meters import loss_terms
-from tests.model.baselines import sample_with_and_without_cache
+from tests.model.baselines import sample_with_and_without_cache, sample_with_each_decode_step
 from tests.pins import check_pinned, one_thread
 from tests.model.conftest import ENTITIES, SENT, make_batch, tiny_model
 
@@ -151,6 +151,13 @@ class ArchitectureTests:
             cached, full = sample_with_and_without_cache(model, batch, max_new_tokens=20, **kwargs)
             assert cached.sequences.shape[1] > 3  # more than the forced </s> <s> <sent>
             _assert_same_outputs(cached, full)
+
+    def test_the_static_decoding_step_samples_the_same_tokens_as_the_dynamic_one(self):
+        model, batch = self.sampling_model(), make_batch(rows=2)
+        for kwargs in (dict(do_sample=True, top_p=0.9), dict(do_sample=False)):
+            dynamic, static = sample_with_each_decode_step(model, batch, max_new_tokens=20, **kwargs)
+            assert static.sequences.shape[1] > 3
+            _assert_same_outputs(dynamic, static)
 
     def test_training_losses_and_samples_are_pinned(self):
         """The training forward's loss terms and seeded samples, as recorded (tests/pins.py)."""
