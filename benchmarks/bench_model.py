@@ -41,6 +41,7 @@ from eric.config import ModelParams
 from eric.data.tokenizer import SpecialTokenIds
 from eric.model import EricConfig, EricForConditionalGeneration
 from eric.model.units import UnitLayout
+from eric.generate.sampler import transformers_step_options
 from eric.model.variants import SIZE_PRESETS, build_config, parameter_counts
 from record import record
 
@@ -148,17 +149,25 @@ def sentence_encoder_step(model, optimizer, batch, bf16: bool) -> float:
     return CLOCK() - start
 
 
-def generate(model, source: torch.Tensor, tokens: int, seed: int = 0, bf16: bool = False) -> torch.Tensor:
+def generate(model, source: torch.Tensor, tokens: int, seed: int = 0, bf16: bool = False,
+             decode_step: str = "dynamic") -> torch.Tensor:
     """Exactly `tokens` new tokens a row (top-p 0.9, KV cache; bf16 autocast if asked), by ERIC's
-    `generate` or transformers' for BART: the sequences."""
+    `generate` or transformers' for BART, on the decoding step the sample stage would use
+    (`sample.decode_step`: dynamic | static | compiled): the sequences."""
     device = source.device.type
     with torch.autocast(device, dtype=torch.bfloat16, enabled=bf16), torch.no_grad():
         if isinstance(model, EricForConditionalGeneration):
             return model.generate(source, max_new_tokens=tokens, min_new_tokens=tokens, top_p=0.9,
-                                  generator=torch.Generator(device=device).manual_seed(seed)).sequences
+                                  generator=torch.Generator(device=device).manual_seed(seed),
+                                  decode_step=decode_step).sequences
         torch.manual_seed(seed)
         return model.generate(source, do_sample=True, top_p=0.9, top_k=0, max_new_tokens=tokens,
-                              min_new_tokens=tokens, num_beams=1)
+                              min_new_tokens=tokens, num_beams=1, **transformers_step_options(decode_step, model))
+
+
+def sample_key(batch: int, decode_step: str) -> str:
+    """`batch8` for the dynamic step (the key of the runs before decode steps were timed), else `batch8_compiled`."""
+    return f"batch{batch}" + ("" if decode_step == "dynamic" else f"_{decode_step}")
 
 
 def sample(model, batch_size: int, tokens: int, source: torch.Tensor, seed: int) -> float:

@@ -1,6 +1,7 @@
 """Sampling speed of the sample stage: ERIC vs the BART variant of the same size.
 
     python benchmarks/bench_sample.py [--size tiny] [--new-tokens 128] [--runs 3] [--threads 1] [--unit-rate real]
+                                      [--decode-steps dynamic static compiled]
 
 Both models are what `train_stage_one` builds for the variants `eric` and `bart`
 (EricForConditionalGeneration, the `tiny` preset: d_model 256, 3+3 layers, K=512),
@@ -21,7 +22,11 @@ seconds; `tok/unit` = ERIC's generated tokens per unit in the timed runs; `ops/t
 `syncs/token` = operators and host syncs dispatched per generated token in one more,
 untimed call (benchmarks/op_count.py: what a decoding step at this size is bound by, and
 what no host noise moves).
-Goal (issue 17): ERIC / BART >= 0.95 at both batch sizes.
+Goal (issue 17): ERIC / BART >= 0.95 at both batch sizes. `--decode-steps` times each
+`sample.decode_step` (dynamic: growing KV cache; static: fixed shapes; compiled: the static
+step through torch.compile, whose first call, the warm-up, compiles); the dynamic step's
+figures keep their names (`eric_tokens_per_s_batch8`), the others gain the step's
+(`eric_tokens_per_s_batch8_compiled`).
 
 Stage overhead (`--stage`, on by default): what `stages/sample.py` does around the
 model calls, for the eric variant: read the test inputs and the training names
@@ -40,6 +45,7 @@ cores one thread ran ~5x faster than two (spin-waits), hence the default.
 from __future__ import annotations
 
 import argparse
+import itertools
 import math
 import statistics
 import tempfile
@@ -57,8 +63,10 @@ from eric.generate.loading import load_mentions, load_stage_one
 from eric.generate.merge import NamePool
 from eric.generate.sampler import SamplingOptions, sample_stage_one, sample_stories
 from eric.generate.schema import write_samples
+from eric.model.static_decoding import DECODE_STEPS
 from eric.model.variants import build_model
 from eric.train.mentions import build_mentions_model
+from bench_model import sample_key
 from op_count import OpCounter
 from record import record
 
@@ -201,6 +209,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)  # 2 busy cores: 1 thread is ~5x faster
     parser.add_argument("--clock", default="wall", choices=["wall", "process"])
     parser.add_argument("--no-stage", dest="stage", action="store_false", help="skip the stage-overhead run")
+    parser.add_argument("--decode-steps", nargs="+", default=["dynamic"], choices=DECODE_STEPS,
+                        help="sample.decode_step values to time (the first run of each compiles a compiled step)")
     parser.add_argument("--unit-rate", default="real", choices=["real", "legacy"],
                         help="real: a unit every 17 tokens (calibrated); legacy: the earlier fixed bias (~every 8)")
     args = parser.parse_args()
@@ -217,11 +227,12 @@ def main() -> None:
               + ", ".join(f"{v} {length:.1f}" for v, length in reached.items()))
     print(f"{args.size} preset, vocab {len(tokenizer)}, {args.new_tokens} new tokens, top-p 0.9, "
           f"{args.threads} threads, {args.clock} clock, median of {args.runs}, unit rate {args.unit_rate}")
-    print(f"{'batch':>5} {'inputs':>6} {'ERIC tok/s':>11} {'BART tok/s':>11} {'units/text':>10} {'tok/unit':>8} "
+    print(f"{'step':>9} {'batch':>5} {'inputs':>6} {'ERIC tok/s':>11} {'BART tok/s':>11} {'units/text':>10} {'tok/unit':>8} "
           f"{'ratio':>6} {'ops/token E/B':>14} {'syncs/token E/B':>16}")
     figures: dict = {"size": args.size, "clock": args.clock}
-    for batch, n in ((8, 16), (1, 4)):
-        options = SamplingOptions(batch_size=batch, max_length=args.new_tokens, progress=False, seed=1)
+    for step, (batch, n) in itertools.product(args.decode_steps, ((8, 16), (1, 4))):
+        options = SamplingOptions(batch_size=batch, max_length=args.new_tokens, progress=False, seed=1,
+                                  decode_step=step)
         speeds: dict[str, list[float]] = {v: [] for v in models}
         units, tokens = 0.0, 0.0
         for run in range(args.runs + 1):  # run 0 warms up
@@ -234,10 +245,11 @@ def main() -> None:
                     tokens = statistics.mean(s.tokens for s in samples)
         eric, bart = (statistics.median(speeds[v]) for v in ("eric", "bart"))
         ops, syncs = count_operators(models, tokenizer, inputs[:n], options)
-        print(f"{batch:>5} {n:>6} {eric:>11.0f} {bart:>11.0f} {units:>10.1f} {tokens / max(units, 1):>8.1f} "
+        print(f"{step:>9} {batch:>5} {n:>6} {eric:>11.0f} {bart:>11.0f} {units:>10.1f} {tokens / max(units, 1):>8.1f} "
               f"{eric / bart:>6.3f} {ops['eric']:>6.0f} / {ops['bart']:<5.0f} {syncs['eric']:>7.2f} / {syncs['bart']:<6.2f}")
-        figures.update({f"eric_tokens_per_s_batch{batch}": round(eric), f"bart_tokens_per_s_batch{batch}": round(bart),
-                        f"ratio_batch{batch}": round(eric / bart, 3)})
+        key = sample_key(batch, step)
+        figures.update({f"eric_tokens_per_s_{key}": round(eric), f"bart_tokens_per_s_{key}": round(bart),
+                        f"ratio_{key}": round(eric / bart, 3)})
     record("bench_sample", figures)
     if args.stage:
         stage_overhead(args.size, models["eric"], tokenizer, inputs, args.runs, args.new_tokens, clock)

@@ -1,7 +1,8 @@
 """The GPU path, ERIC and BART side by side: training, memory, MFU, DeepSpeed, sampling, CPU reload.
 
     python benchmarks/gpu_check.py [--size base] [--steps 20] [--warmup 5] [--batch 16]
-                                   [--sample-batches 1 32] [--sample-tokens 128] [--out FILE.json]
+                                   [--sample-batches 1 32] [--sample-tokens 128]
+                                   [--decode-steps dynamic compiled] [--out FILE.json]
 
 (benchmarks/gpu_check.sh runs it with the figures README asks for.) On a CUDA machine
 it trains with DeepSpeed twice: the recipe `deepspeed_config: auto` picks for one GPU
@@ -23,7 +24,11 @@ with an entity):
                tokens) at each --sample-batches size, bf16 autocast on CUDA: the median of
                --sample-repeats calls after one call of the same length (cuDNN builds an
                attention plan for each new key length: a short warm-up leaves that cost in
-               whichever model is timed first; it made ERIC look 7x slower on an H100)
+               whichever model is timed first; it made ERIC look 7x slower on an H100),
+               on each of --decode-steps (sample.decode_step: `dynamic`, the growing KV
+               cache; `compiled`, fixed-shape caches and a torch.compile'd step with CUDA
+               graphs: ERIC's eric/model/static_decoding.py, transformers' static cache
+               and compiled forward for BART); keys `..._batch32` and `..._batch32_compiled`
   reload       the DeepSpeed-trained weights saved with `Trainer.save_pretrained` (fp32
                masters, safetensors), loaded in fp32 on the training device and on CPU:
                the two give the same loss on a batch (1e-3 relative), close to the trained
@@ -48,9 +53,10 @@ from torch.utils.flop_counter import FlopCounterMode
 from transformers import BartForConditionalGeneration
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_model import SENT, bart_config, eric_config, generate, synthetic_batch  # noqa: E402
+from bench_model import SENT, bart_config, eric_config, generate, sample_key, synthetic_batch  # noqa: E402
 
 from eric.model import EricForConditionalGeneration  # noqa: E402
+from eric.model.static_decoding import DECODE_STEPS  # noqa: E402
 from eric.train.engine import build_optimizer  # noqa: E402
 from eric.train.codebook import codebook_hooks  # noqa: E402
 from eric.train.loop import LoopSettings, Trainer  # noqa: E402
@@ -155,16 +161,17 @@ def deepspeed_loop(name: str, data: list[dict], args, folder: Path, config: str 
     return {"seconds": [b - a for a, b in zip(marks, marks[1:])], "peak_gib": peak_gib()}, trainer
 
 
-def sampling_speed(model, batch_size: int, args, bf16: bool) -> tuple[float, float]:
-    """(new tokens/s, new tokens per <sent>) of `generate` at one batch size: the median of
-    --sample-repeats calls after one warm-up call of the same length."""
+def sampling_speed(model, batch_size: int, args, bf16: bool, decode_step: str = "dynamic") -> tuple[float, float]:
+    """(new tokens/s, new tokens per <sent>) of `generate` at one batch size on one decoding step:
+    the median of --sample-repeats calls after one warm-up call of the same length (which also
+    compiles a compiled step)."""
     source = synthetic_batch(batch_size, args.src, args.tgt, args.vocab)["input_ids"].to(device_kind())
     model.eval()
 
     def run() -> float:
         synchronize()
         start = time.perf_counter()
-        run.sequences = generate(model, source, args.sample_tokens, bf16=bf16)
+        run.sequences = generate(model, source, args.sample_tokens, bf16=bf16, decode_step=decode_step)
         synchronize()
         return time.perf_counter() - start
 
@@ -227,9 +234,11 @@ def check(name: str, args, folder: Path, bf16: bool, peak: float | None) -> dict
     result["deepspeed_vs_plain"] = result["deepspeed_tokens_per_s"] / result["plain_tokens_per_s"]
     result["zero2_vs_plain"] = result["zero2_tokens_per_s"] / result["plain_tokens_per_s"]
     model = trainer.engine.module
-    for size in args.sample_batches:
-        result[f"sample_tokens_per_s_batch{size}"], result[f"sample_tokens_per_unit_batch{size}"] = \
-            sampling_speed(model, size, args, bf16)
+    for step in args.decode_steps:
+        for size in args.sample_batches:
+            key = sample_key(size, step)
+            result[f"sample_tokens_per_s_{key}"], result[f"sample_tokens_per_unit_{key}"] = \
+                sampling_speed(model, size, args, bf16, step)
     result["reload"] = reload_on_cpu(name, trainer, data, folder)
     del trainer
     return result
@@ -248,9 +257,11 @@ def report(results: dict, meta: dict) -> None:
             ("peak GiB, ZeRO-2", "zero2_peak_gib", ".2f"), ("TFLOP per step", "step_tflop", ".3f"),
             ("MFU, plain", "plain_mfu", ".1%"), ("MFU, DeepSpeed auto", "deepspeed_mfu", ".1%"),
             ("MFU, ZeRO-2", "zero2_mfu", ".1%")]
-    for b in meta["sample_batches"]:
-        rows += [(f"sample tok/s, batch {b}", f"sample_tokens_per_s_batch{b}", ",.0f"),
-                 (f"  new tokens per <sent>, batch {b}", f"sample_tokens_per_unit_batch{b}", ",.1f")]
+    for step in meta.get("decode_steps", ["dynamic"]):
+        for b in meta["sample_batches"]:
+            key = sample_key(b, step)
+            rows += [(f"sample tok/s, batch {b}, {step}", f"sample_tokens_per_s_{key}", ",.0f"),
+                     (f"  new tokens per <sent>, batch {b}", f"sample_tokens_per_unit_{key}", ",.1f")]
     print(f"{'':28} {'ERIC':>12} {'BART':>12} {'ERIC/BART':>10}")
     for label, key, spec in rows:
         e, b = results["eric"][key], results["bart"][key]
@@ -276,6 +287,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--sample-batches", type=int, nargs="+", default=[1, 32])
     parser.add_argument("--sample-tokens", type=int, default=128)
     parser.add_argument("--sample-repeats", type=int, default=3, help="timed calls per batch size (median)")
+    parser.add_argument("--decode-steps", nargs="+", default=["dynamic", "compiled"], choices=DECODE_STEPS,
+                        help="the sampling steps timed (sample.decode_step; compiled: CUDA graphs on CUDA)")
     parser.add_argument("--zero2-config", default=None,
                         help="the ZeRO-2 recipe timed beside `auto` (default: gpu_bf16_zero2.json on CUDA, "
                              "cpu_zero2.json on CPU)")
@@ -288,7 +301,7 @@ def main(argv: list[str] | None = None) -> dict:
     meta = {"device": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu", "size": args.size,
             "batch": args.batch, "src": args.src, "tgt": args.tgt, "bf16": bf16, "steps": args.steps,
             "warmup": args.warmup, "peak_tflops": peak_tflops(args), "sample_batches": args.sample_batches,
-            "sample_tokens": args.sample_tokens, "torch": torch.__version__}
+            "decode_steps": args.decode_steps, "sample_tokens": args.sample_tokens, "torch": torch.__version__}
     with tempfile.TemporaryDirectory() as tmp:
         results = {name: check(name, args, Path(tmp), bf16, meta["peak_tflops"]) for name in args.models}
     if set(results) == {"eric", "bart"}:

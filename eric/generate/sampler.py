@@ -123,6 +123,7 @@ def generate_mentions(model, tokenizer, inputs: list[str], stories: list[str], o
     outputs = [""] * len(stories)
     decoded: list[str] = []
     devices = [model.device] if model.device.type == "cuda" else []
+    step_options = transformers_step_options(options.decode_step, model)
     with torch.random.fork_rng(devices=devices), torch.no_grad():
         torch.manual_seed(options.seed)
         for batch in _batches(sources, options.batch_size, options.progress, "stage two"):
@@ -130,7 +131,7 @@ def generate_mentions(model, tokenizer, inputs: list[str], stories: list[str], o
                             return_tensors="pt").to(model.device)
             generated = model.generate(
                 **enc, do_sample=True, top_p=options.mention_top_p, top_k=options.mention_top_k,
-                max_new_tokens=options.mention_max_length, num_beams=1, **static_decoding(options.decode_step, model),
+                max_new_tokens=options.mention_max_length, num_beams=1, **step_options,
             )
             decoded.extend(tokenizer.batch_decode(generated, skip_special_tokens=True,
                                                   clean_up_tokenization_spaces=False))
@@ -139,7 +140,7 @@ def generate_mentions(model, tokenizer, inputs: list[str], stories: list[str], o
     return outputs
 
 
-def static_decoding(decode_step: str, model) -> dict:
+def transformers_step_options(decode_step: str, model) -> dict:
     """transformers' `generate` keywords for stage two's decoding step (the mention model is a plain
     BART): its static cache, and for `compiled` its compiled forward (fullgraph; CUDA graphs on CUDA)."""
     if decode_step == "dynamic":

@@ -15,7 +15,8 @@ def test_gpu_check_measures_both_models_and_reloads_on_cpu(tmp_path, capsys):
     out = tmp_path / "figures.json"
     figures = gpu_check.main([
         "--size", "tiny", "--vocab", "512", "--steps", "3", "--warmup", "1", "--batch", "2", "--src", "16",
-        "--tgt", "64", "--sample-batches", "1", "2", "--sample-tokens", "4", "--sample-repeats", "2", "--peak-tflops", "1", "--out", str(out),
+        "--tgt", "64", "--sample-batches", "1", "2", "--sample-tokens", "4", "--sample-repeats", "2",
+        "--decode-steps", "dynamic", "static", "--peak-tflops", "1", "--out", str(out),
     ])
     assert json.loads(out.read_text()) == json.loads(json.dumps(figures))
     for name in ("eric", "bart"):
@@ -23,6 +24,7 @@ def test_gpu_check_measures_both_models_and_reloads_on_cpu(tmp_path, capsys):
         assert r["plain_tokens_per_s"] > 0 and r["deepspeed_tokens_per_s"] > 0 and r["zero2_tokens_per_s"] > 0
         assert r["deepspeed_vs_plain"] > 0 and r["step_tflop"] > 0 and 0 < r["plain_mfu"] < 1
         assert r["sample_tokens_per_s_batch1"] > 0 and r["sample_tokens_per_s_batch2"] > 0
+        assert r["sample_tokens_per_s_batch1_static"] > 0 and r["sample_tokens_per_s_batch2_static"] > 0
         assert r["reload"]["loss_ok"] and r["reload"]["samples_ok"]
         assert r["plain_peak_gib"] is None  # CUDA memory only
     eric, bart = figures["results"]["eric"], figures["results"]["bart"]
