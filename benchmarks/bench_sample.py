@@ -20,7 +20,7 @@ twice the real rate, and plans twice as often). ERIC plans an entity and a state
 each unit, so more units are harder on ERIC. Tokens/s = generated stage-one tokens /
 seconds; `tok/unit` = ERIC's generated tokens per unit in the timed runs; `ops/token` and
 `syncs/token` = operators and host syncs dispatched per generated token in one more,
-untimed call (benchmarks/op_count.py: what a decoding step at this size is bound by, and
+untimed call (not for the compiled step: torch.compile does not trace under the counter) (benchmarks/op_count.py: what a decoding step at this size is bound by, and
 what no host noise moves).
 Goal (issue 17): ERIC / BART >= 0.95 at both batch sizes. `--decode-steps` times each
 `sample.decode_step` (dynamic: growing KV cache; static: fixed shapes; compiled: the static
@@ -193,6 +193,8 @@ def count_operators(models: dict, tokenizer, inputs: list[str], options) -> tupl
     """Operators and host syncs per generated token of one untimed sampling call of each model
     (benchmarks/op_count.py: a proxy no host noise moves)."""
     ops, syncs = {}, {}
+    if options.decode_step == "compiled":  # torch.compile refuses to trace under a dispatch mode (the counter)
+        return {v: math.nan for v in models}, {v: math.nan for v in models}
     for variant, m in models.items():
         with OpCounter() as counter:
             samples = sample_stage_one(m, tokenizer, inputs, options)

@@ -170,6 +170,24 @@ def benchmarks() -> str:
     return text_table(["benchmark", "figures", "host", "commit"], rows)
 
 
+def sample_steps() -> str:
+    """bench_sample.py's tokens/s per decoding step and batch size (its `--decode-steps` run)."""
+    path = PROJECT_ROOT / "studies" / "benchmarks" / "outputs" / "bench_sample.json"
+    record = json.loads(path.read_text()) if path.is_file() else {}
+    result, rows = record.get("result") or {}, []
+    for key in (k.removeprefix("ratio_") for k in result if k.startswith("ratio_")):
+        batch, _, step = key.removeprefix("batch").partition("_")
+        rows.append([step or "dynamic", batch, _num(result.get(f"eric_tokens_per_s_{key}")),
+                     _num(result.get(f"bart_tokens_per_s_{key}")), _num(result.get(f"ratio_{key}"))])
+    if not rows:
+        return "_bench_sample.py has not recorded a run._\n"
+    host = record.get("host") or {}
+    about = (f"`{record.get('command', '?')}` at {str(record.get('commit', '?'))[:7]}, {host.get('cores', '?')} cores, "
+             f"{host.get('torch_threads') or '?'} torch thread(s), load {_num(host.get('load'))}, "
+             f"{result.get('clock', '?')} clock, preset {result.get('size', '?')}")
+    return text_table(["decode step", "batch", "ERIC tok/s", "BART tok/s", "ERIC/BART"], rows) + f"\n{about}\n"
+
+
 GPU_OUTPUTS = PROJECT_ROOT / "studies" / "benchmarks" / "outputs" / "gpu"
 
 
@@ -290,6 +308,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "world-sample": world_sample,
     "benchmarks": benchmarks,
     "gpu-check": gpu_check,
+    "sample-steps": sample_steps,
     "gpu-train": gpu_train,
     "anonymization": anonymization_table,
 }

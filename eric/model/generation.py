@@ -11,7 +11,9 @@ Whenever the token about to be read is a sentence token, the model
 With `use_cache=True` (default) the decoder runs one token per step on BART's KV
 cache plus the state-attention memory, and the planner keeps a running mean and its
 own key/value memory; with `use_cache=False` every step re-runs the whole prefix
-through the training-time code path (slow; for parity tests).
+through the training-time code path (slow; for parity tests). `decode_step` picks how a
+cached step runs: `dynamic` (caches that grow), `static` (fixed shapes) or `compiled`
+(the static step through torch.compile, one graph): eric/model/static_decoding.py.
 
 `generate` returns the tokens (starting with the decoder start token, like
 transformers) and, per unit, the entity class (0 = <none>, i+1 = <ei>, -100 = no
