@@ -38,10 +38,10 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from eric.data.coreference import (
-    AMBIGUOUS, PART, StoryEntities, in_longer_name, name_key, names_pattern, reader_names, split_pairs, title_length,
-    with_title,
+    AMBIGUOUS, PART, StoryEntities, given_name_start, in_longer_name, name_key, names_pattern, reader_names, split_pairs,
+    title_length, with_title,
 )
-from eric.data.name_cues import recurring_names, unit_cues
+from eric.data.name_cues import NOT_NAME_WORDS, recurring_names, unit_cues
 from eric.data.schema import placeholder
 
 MentionMode = Literal["resolve", "paper", "exact"]
@@ -155,7 +155,7 @@ def anonymize(
 def _resolve(units: list[str], tagged: list[list[Span]], max_entities: int, known: list[Span],
              other_names: set[str]) -> Anonymized:
     """Entities from all the story's names first, then numbering in text order (module docstring)."""
-    spans, cued, aliases = _story_spans(units, tagged, known)
+    spans, cued, aliases = _story_spans(units, tagged, known, other_names)
     names = [[_identity(unit, s, unit_spans) for s in unit_spans] for unit, unit_spans in zip(units, spans)]
     named = [s.text for unit_spans in spans for s in unit_spans] + [s.text for s in known] + list(other_names)
     recurring = recurring_names(units, {w for text in named for w in text.split()})
@@ -185,19 +185,46 @@ def _identity(unit: str, span: Span, unit_spans: list[Span]) -> tuple[str, str]:
     return with_title(unit, span.start, span.text), span.label
 
 
-def _story_spans(units: list[str], tagged: list[list[Span]], known: list[Span]):
-    """The tagged spans with pairs split ("Harold and Vali") and the text's cues added
-    (eric/data/name_cues.py); the cues' (unit, start); acronym -> the name it abbreviates."""
+def _story_spans(units: list[str], tagged: list[list[Span]], known: list[Span], other_names: set[str] = frozenset()):
+    """The tagged spans with pairs split ("Harold and Vali"), a left-out given name joined
+    ("Mare [Winningham]") and the text's cues added (eric/data/name_cues.py); the cues'
+    (unit, start); acronym -> the name it abbreviates."""
     people = {name_key(s.text) for unit_spans in [known] + tagged for s in unit_spans if s.label == "PERSON"}
     spans = [[Span(start, start + len(text), text, s.label) for s in sorted(unit_spans, key=lambda s: s.start)
-              for start, text in split_pairs(s.start, s.text, s.label, people)] for unit_spans in tagged]
+              for start, text in _sides(s, people, other_names)] for unit_spans in tagged]
     words = {w for name in people for w in name.split()}
+    stop = NOT_NAME_WORDS | {w for name in other_names for w in name.split()}
+    spans = [_with_given_names(unit, unit_spans, people, stop) for unit, unit_spans in zip(units, spans)]
     cues = [unit_cues(unit, [(s.start, s.end, s.text, s.label) for s in unit_spans], words)
             for unit, unit_spans in zip(units, spans)]
     aliases = {c.text: (c.alias_of, "ORG") for unit_cues_ in cues for c in unit_cues_ if c.alias_of}
     spans = [sorted(unit_spans + [Span(c.start, c.end, c.text, c.label) for c in unit_cues_], key=lambda s: s.start)
              for unit_spans, unit_cues_ in zip(spans, cues)]
     return spans, {(i, c.start) for i, unit_cues_ in enumerate(cues) for c in unit_cues_}, aliases
+
+
+def _sides(span: Span, people: set[str], other_names: set[str]) -> list[tuple[int, str]]:
+    """A span's names (coreference.split_pairs); of two, a side the story tags as something else
+    ("Chatsworth" of "Chatsworth, Spacey", a town elsewhere) is text."""
+    sides = split_pairs(span.start, span.text, span.label, people)
+    return sides if len(sides) == 1 else [(start, text) for start, text in sides if text not in other_names]
+
+
+def _with_given_names(unit: str, unit_spans: list[Span], people: set[str], stop: set[str]) -> list[Span]:
+    """A one-word PERSON span with the given name written just before it (coreference.given_name_start),
+    unless its word is already part of another full name of the story (a second person would then
+    share it, and it would turn ambiguous)."""
+    taken = {w for name in people if len(name.split()) > 1 for w in name.split()}
+    out = []
+    for span in unit_spans:
+        begin = None
+        if span.label == "PERSON" and " " not in span.text and span.text not in taken:
+            begin = given_name_start(unit, span.start, stop)
+        if begin is not None and all(other.end <= begin or other is span for other in out + unit_spans
+                                     if other.start < span.start):
+            span = Span(begin, span.end, unit[begin:span.end], span.label)
+        out.append(span)
+    return out
 
 
 def _numbered(found: list[list[tuple]], max_entities: int, out: Anonymized) -> list[list[tuple[int, int, str, str]]]:

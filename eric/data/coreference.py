@@ -187,16 +187,41 @@ class StoryEntities:
 
 
 _PAIR = re.compile(r"(?P<a>[A-Z][^&]*?)\s+(?:and|&)\s+(?P<b>[A-Z].*)$")
+_LIST = re.compile(r"(?:the\s+)?(?P<a>[A-Z][^,]*?),\s+(?P<b>[A-Z][^,]*)$")  # the tagger's "Chatsworth, Spacey"
 
 
 def split_pairs(start: int, text: str, label: str, people: set[str]) -> list[tuple[int, str]]:
-    """A span naming two people ("Harold and Vali") as its two names, with their offsets:
-    a PERSON span, or another (the tagger's "Raja & Sandhya" ORG) when a side is a name
-    the story tags PERSON elsewhere ("Marks & Spencer" stays whole); any other span as itself."""
-    pair = _PAIR.match(text)
-    if pair is None or (label != "PERSON" and not people & {name_key(pair.group("a")), name_key(pair.group("b"))}):
-        return [(start, text)]
-    return [(start + pair.start(g), pair.group(g)) for g in ("a", "b")]
+    """A span naming two names as its two names, with their offsets: "Harold and Vali", or two
+    names the tagger ran together over a comma ("Cornell, Moog", "the Academy, Cauchy"); split
+    when it is a PERSON span, or another (the tagger's "Raja & Sandhya" ORG) when a side is a
+    name or name word the story tags PERSON elsewhere ("Marks & Spencer" stays whole); "Sammy
+    Davis, Jr." and "Acme, Inc." stay whole; any other span as itself."""
+    words = {w for name in people for w in name.split()}
+    for pattern in (_PAIR, _LIST):
+        pair = pattern.match(text)
+        if pair is None or (pattern is _LIST and pair.group("b").rstrip(".") in SUFFIXES | CORPORATE):
+            continue
+        sides = {name_key(pair.group("a")), name_key(pair.group("b"))}
+        if label == "PERSON" or people & sides or (pattern is _LIST and words & sides):
+            return [(start + pair.start(g), pair.group(g)) for g in ("a", "b")]
+    return [(start, text)]
+
+
+_GIVEN = re.compile(r"(?<![\w'’.-])(?P<word>[A-Z][a-z][\w'’-]*) $")
+
+
+def given_name_start(unit: str, start: int, stop_words: set[str]) -> int | None:
+    """Where a one-word name at `start` really begins when a given name the tagger left out is
+    written just before it, mid-sentence ("co-valedictorian with Mare [Winningham]", "about
+    Gaspard [Coriolis]"): the given name's offset, else None. A capitalised word that opens a
+    sentence ("Later [Tom]") or is a title or a `stop_words` word (a place, a role) is none."""
+    given = _GIVEN.search(unit, max(0, start - 40), start)
+    if given is None or given.group("word") in stop_words or given.group("word").rstrip(".") in TITLES:
+        return None
+    before = unit[: given.start()].rstrip()
+    if not before or before[-1] in ".!?:;\"“‘'—–":
+        return None
+    return given.start("word")
 
 
 def reader_names(spans: list[tuple[str, str]]) -> set[str]:

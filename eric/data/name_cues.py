@@ -35,11 +35,14 @@ _ACRONYM = re.compile(r"\((?P<name>[A-Z]{3,})\)")
 _DOTTED = re.compile(r"(?<!\w)(?P<name>(?:[A-Z]\.){4,})")
 ORG_HEADS = (
     "Society Association Council University College Academy Institute Foundation Board Agency Commission "
-    "Committee Corporation Company Organization Organisation Federation League Union Party Bureau Ministry"
+    "Committee Corporation Company Organization Organisation Federation League Union Party Bureau Ministry "
+    "School Network Records Studios Club Press Bank Orchestra Laboratory Laboratories Industries Entertainment "
+    "Productions Airlines"
 ).split()
 _HEADS = "|".join(ORG_HEADS + [h.upper() for h in ORG_HEADS])
 _ORG = re.compile(rf"(?<!\w)(?P<name>{_CAP}(?:\s+(?:(?:of|and|for|the)\s+)?{_CAP})*?\s+(?:{_HEADS}))(?!\w)")
-_LEADING = re.compile(r"(?:(?:The|A|An|At|In|On|By|For|From|With|To|Of|And|But|After|Before|During|When|While)\s+)+")
+LEADING_WORDS = "The A An At In On By For From With To Of And But After Before During When While".split()
+_LEADING = re.compile(rf"(?:(?:{'|'.join(LEADING_WORDS)})\s+)+")
 _NOT_NAMES = frozenset("Best Player Chairman CEO President Director Coach Manager Head Chief Vice Captain".split())
 
 
@@ -98,6 +101,13 @@ _NOT_RECURRING = _NOT_NAMES | TITLES | frozenset(
     "Director Professor Doctor Father Mother Uncle Aunt Sister Brother Prime Minister The God Christmas Easter "
     "Earth Heaven Hell Internet Monday Tuesday Wednesday Thursday Friday Saturday Sunday "
     "January February March April May June July August September October November December".split()
+)
+
+
+# capitalised words that open phrases or name roles, times and holidays: never a given name either
+NOT_NAME_WORDS = _NOT_RECURRING | frozenset(LEADING_WORDS) | frozenset(
+    "Private Corporal Sheriff Deputy Pope Reverend Nurse Commander Admiral Marshal Governor Mayor Pastor Bishop "
+    "Cardinal Chancellor Young Old Little Big Misses Messrs".split()
 )
 
 

@@ -1,11 +1,12 @@
-"""Held-out texts for reading anonymization by eye: 15 plots and 15 news-like texts.
+"""Held-out texts for reading anonymization by eye: sets of 15 plots and 15 news-like texts.
 
     python -m studies.anonymization.heldout --wikibio PATH/wikibio.jsonl.gz
 
 Writes outputs/<set>_<mode>.md (the anonymized targets, for reading) and
 outputs/automated.json (the stage's own counts) for `preprocess.mentions` resolve and
-paper, for two sets of 15 + 15 texts: `dev` (seed 25), read while the rules were
-written, and `heldout` (seed 26, none of dev's texts), read only once they were fixed.
+paper, for three sets of 15 + 15 texts, none sharing a text: `dev` (seed 25), read while
+the rules were written, `heldout` (seed 26), read once they were fixed (later rules came
+from it), and `fresh` (seed 27), read once at the current rules and written from by none.
 The by-eye counts are typed in outputs/by_eye.json; render.py makes the table.
 
 Selection: plots from the shared wikiplots-mini corpus outside its first 40 stories,
@@ -31,7 +32,7 @@ from eric.data.readers import read_corpus
 
 HERE = Path(__file__).resolve().parent
 OUTPUTS = HERE / "outputs"
-SETS = {"dev": 25, "heldout": 26}  # seeds; issue 25
+SETS = {"dev": 25, "heldout": 26, "fresh": 27}  # seeds; issue 25
 PER_DOMAIN = 15
 SKIP_HEAD = {"plots": 40, "news": 25}
 MODES = ("resolve", "paper")

@@ -43,8 +43,9 @@ def table() -> str:
     lines = ["| " + " | ".join(HEADER) + " |", "|---|---|---|" + "---:|" * (len(HEADER) - 3)]
     lines += ["| " + " | ".join(row) + " |" for row in rows(by_eye, automated)]
     return ("\n".join(lines) + "\n\nCounted by eye from `studies/anonymization/outputs/by_eye.json` (per text, with a note "
-            "for each miss); the automated column is `outputs/automated.json`, at the final rules for both sets. dev: "
-            "read at the rules' first version, resolve only.\n")
+            "for each miss); the automated column is `outputs/automated.json`, at the current rules for every set. dev: "
+            "read at the rules' first version, resolve only; heldout: read once the rules stood, the texts later rules "
+            "change re-read; fresh: read once at the current rules, resolve only, no rule written from it.\n")
 
 
 if __name__ == "__main__":
