@@ -188,14 +188,19 @@ class StoryEntities:
 
 _PAIR = re.compile(r"(?P<a>[A-Z][^&]*?)\s+(?:and|&)\s+(?P<b>[A-Z].*)$")
 _LIST = re.compile(r"(?:the\s+)?(?P<a>[A-Z][^,]*?),\s+(?P<b>[A-Z][^,]*)$")  # the tagger's "Chatsworth, Spacey"
+_OPEN_BRACKET = re.compile(r"(?P<a>[^()]*?[\w.])\s+\((?P<b>[A-Z][^()]*)$")  # the tagger's "Eva (Imogen Poots"
 
 
 def split_pairs(start: int, text: str, label: str, people: set[str]) -> list[tuple[int, str]]:
     """A span naming two names as its two names, with their offsets: "Harold and Vali", or two
-    names the tagger ran together over a comma ("Cornell, Moog", "the Academy, Cauchy"); split
+    names the tagger ran together over a comma ("Cornell, Moog", "the Academy, Cauchy") or over a
+    bracket it opened and did not close ("Eva (Imogen Poots": a character and her actress, always split); split
     when it is a PERSON span, or another (the tagger's "Raja & Sandhya" ORG) when a side is a
     name or name word the story tags PERSON elsewhere ("Marks & Spencer" stays whole); "Sammy
     Davis, Jr." and "Acme, Inc." stay whole; any other span as itself."""
+    bracket = _OPEN_BRACKET.match(text)
+    if bracket:  # a span that opens a bracket it does not close holds a name and what the bracket credits
+        return [(start + bracket.start(g), bracket.group(g)) for g in ("a", "b")]
     words = {w for name in people for w in name.split()}
     for pattern in (_PAIR, _LIST):
         pair = pattern.match(text)

@@ -45,7 +45,8 @@ def table() -> str:
     return ("\n".join(lines) + "\n\nCounted by eye from `studies/anonymization/outputs/by_eye.json` (per text, with a note "
             "for each miss); the automated column is `outputs/automated.json`, at the current rules for every set. dev: "
             "read at the rules' first version, resolve only; heldout: read once the rules stood, the texts later rules "
-            "change re-read; fresh: read once at the current rules, resolve only, no rule written from it.\n")
+            "change re-read; fresh: read once at the rules before the last (the bracket rule came after it, the texts it "
+            "changes re-read), resolve only.\n")
 
 
 if __name__ == "__main__":

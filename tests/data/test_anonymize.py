@@ -259,3 +259,12 @@ def test_organisation_heads_name_schools_networks_and_labels():
     units = ["He attended North Plainfield High School and worked for Food Network and Def Jam Records."]
     out = anonymize(units, [[]], 100)
     assert out.units == ["He attended <e0> and worked for <e1> and <e2>."]
+
+
+def test_a_span_that_opens_a_bracket_it_does_not_close_is_a_name_and_its_credit():
+    units = ["He meets Eva (Imogen Poots), a model.", "Eva smiles at the Mozambican National Resistance (RENAMO)."]
+    spans = [spans_of(units[0], "Eva (Imogen Poots"),
+             spans_of(units[1], "Eva") + spans_of(units[1], "the Mozambican National Resistance (RENAMO", label="ORG")]
+    out = anonymize(units, spans, 100)
+    assert out.units == ["He meets <e0> (<e1>), a model.", "<e0> smiles at <e2> (<e3>)."]
+    assert out.mentions[:2] == [("<e0>", "Eva"), ("<e1>", "Imogen Poots")]
