@@ -55,7 +55,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import torch
 
-from eric.config import ModelParams, PROJECT_ROOT
+from eric.config import DECODE_STEPS, ModelParams, PROJECT_ROOT
 from eric.data.tokenizer import special_token_ids, train_bpe
 from eric.config import MentionsParams
 from eric.generate.inputs import read_inputs
@@ -63,7 +63,6 @@ from eric.generate.loading import load_mentions, load_stage_one
 from eric.generate.merge import NamePool
 from eric.generate.sampler import SamplingOptions, sample_stage_one, sample_stories
 from eric.generate.schema import write_samples
-from eric.model.static_decoding import DECODE_STEPS
 from eric.model.variants import build_model
 from eric.train.mentions import build_mentions_model
 from bench_model import sample_key

@@ -56,7 +56,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_model import SENT, bart_config, eric_config, generate, sample_key, synthetic_batch  # noqa: E402
 
 from eric.model import EricForConditionalGeneration  # noqa: E402
-from eric.model.static_decoding import DECODE_STEPS  # noqa: E402
+from eric.config import DECODE_STEPS  # noqa: E402
 from eric.train.engine import build_optimizer  # noqa: E402
 from eric.train.codebook import codebook_hooks  # noqa: E402
 from eric.train.loop import LoopSettings, Trainer  # noqa: E402

@@ -108,6 +108,11 @@ class EvaluateParams(Section):
     case_studies: int = Field(3, ge=0)  # test inputs shown side by side in the report (seeded choice)
 
 
+# how a sampling step runs (eric/model/static_decoding.py): growing KV cache | fixed-shape caches |
+# the fixed-shape step torch.compile'd (CUDA graphs on CUDA); the same samples on each
+DECODE_STEPS = ("dynamic", "static", "compiled")
+
+
 class SampleParams(Section):
     """The sample@<variant> stage (eric/generate): both decoding stages and the merge."""
 
@@ -125,7 +130,7 @@ class SampleParams(Section):
     mention_top_p: float = Field(0.9, gt=0, le=1)
     mention_top_k: int = Field(0, ge=0)
     mention_max_length: int = Field(128, ge=4)
-    decode_step: Literal["dynamic", "static", "compiled"] = "dynamic"  # both stages: growing KV cache | fixed-shape caches | the fixed-shape step torch.compile'd (CUDA graphs on CUDA); same samples (eric/model/static_decoding.py)
+    decode_step: Literal[DECODE_STEPS] = "dynamic"  # both stages (DECODE_STEPS above)
     seed: int | None = None  # null: the top-level seed
     out_dir: str = "outputs/samples"  # <variant>.parquet
 

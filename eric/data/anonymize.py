@@ -194,7 +194,8 @@ def _story_spans(units: list[str], tagged: list[list[Span]], known: list[Span], 
               for start, text in _sides(s, people, other_names)] for unit_spans in tagged]
     words = {w for name in people for w in name.split()}
     stop = NOT_NAME_WORDS | {w for name in other_names for w in name.split()}
-    spans = [_with_given_names(unit, unit_spans, people, stop) for unit, unit_spans in zip(units, spans)]
+    in_full_names = {w for name in people if len(name.split()) > 1 for w in name.split()}
+    spans = [_with_given_names(unit, unit_spans, in_full_names, stop) for unit, unit_spans in zip(units, spans)]
     cues = [unit_cues(unit, [(s.start, s.end, s.text, s.label) for s in unit_spans], words)
             for unit, unit_spans in zip(units, spans)]
     aliases = {c.text: (c.alias_of, "ORG") for unit_cues_ in cues for c in unit_cues_ if c.alias_of}
@@ -210,18 +211,16 @@ def _sides(span: Span, people: set[str], other_names: set[str]) -> list[tuple[in
     return sides if len(sides) == 1 else [(start, text) for start, text in sides if text not in other_names]
 
 
-def _with_given_names(unit: str, unit_spans: list[Span], people: set[str], stop: set[str]) -> list[Span]:
-    """A one-word PERSON span with the given name written just before it (coreference.given_name_start),
-    unless its word is already part of another full name of the story (a second person would then
-    share it, and it would turn ambiguous)."""
-    taken = {w for name in people if len(name.split()) > 1 for w in name.split()}
+def _with_given_names(unit: str, unit_spans: list[Span], in_full_names: set[str], stop: set[str]) -> list[Span]:
+    """A unit's spans (sorted), a one-word PERSON span with the given name written just before it
+    (coreference.given_name_start) unless its word is in another full name of the story (a second
+    person would then share it, and it would turn ambiguous) or an earlier span covers the given name."""
     out = []
     for span in unit_spans:
         begin = None
-        if span.label == "PERSON" and " " not in span.text and span.text not in taken:
+        if span.label == "PERSON" and " " not in span.text and span.text not in in_full_names:
             begin = given_name_start(unit, span.start, stop)
-        if begin is not None and all(other.end <= begin or other is span for other in out + unit_spans
-                                     if other.start < span.start):
+        if begin is not None and all(earlier.end <= begin for earlier in out):
             span = Span(begin, span.end, unit[begin:span.end], span.label)
         out.append(span)
     return out

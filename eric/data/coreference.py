@@ -192,22 +192,22 @@ _OPEN_BRACKET = re.compile(r"(?P<a>[^()]*?[\w.])\s+\((?P<b>[A-Z][^()]*)$")  # th
 
 
 def split_pairs(start: int, text: str, label: str, people: set[str]) -> list[tuple[int, str]]:
-    """A span naming two names as its two names, with their offsets: "Harold and Vali", or two
-    names the tagger ran together over a comma ("Cornell, Moog", "the Academy, Cauchy") or over a
-    bracket it opened and did not close ("Eva (Imogen Poots": a character and her actress, always split); split
-    when it is a PERSON span, or another (the tagger's "Raja & Sandhya" ORG) when a side is a
-    name or name word the story tags PERSON elsewhere ("Marks & Spencer" stays whole); "Sammy
-    Davis, Jr." and "Acme, Inc." stay whole; any other span as itself."""
+    """A span naming two names as its two names, with their offsets: always a span that opens a
+    bracket it does not close ("Eva (Imogen Poots": a character and her actress); "Harold and
+    Vali", or two names the tagger ran together over a comma ("Cornell, Moog"), when it is a
+    PERSON span, or another (the tagger's "Raja & Sandhya" ORG) when a side is a name or name
+    word the story tags PERSON elsewhere ("Marks & Spencer" stays whole); "Sammy Davis, Jr."
+    and "Acme, Inc." stay whole; any other span as itself."""
     bracket = _OPEN_BRACKET.match(text)
     if bracket:  # a span that opens a bracket it does not close holds a name and what the bracket credits
         return [(start + bracket.start(g), bracket.group(g)) for g in ("a", "b")]
-    words = {w for name in people for w in name.split()}
     for pattern in (_PAIR, _LIST):
         pair = pattern.match(text)
         if pair is None or (pattern is _LIST and pair.group("b").rstrip(".") in SUFFIXES | CORPORATE):
             continue
         sides = {name_key(pair.group("a")), name_key(pair.group("b"))}
-        if label == "PERSON" or people & sides or (pattern is _LIST and words & sides):
+        in_names = pattern is _LIST and any(sides & set(name.split()) for name in people)
+        if label == "PERSON" or people & sides or in_names:
             return [(start + pair.start(g), pair.group(g)) for g in ("a", "b")]
     return [(start, text)]
 

@@ -50,8 +50,9 @@ from transformers.generation import (
 
 from transformers.masking_utils import create_bidirectional_mask
 
+from eric.config import DECODE_STEPS
 from eric.model.decoder import EricCache
-from eric.model.static_decoding import DECODE_STEPS, StaticDecodeStep, StaticEricCache
+from eric.model.static_decoding import StaticDecodeStep, StaticEricCache
 from eric.model.state_attention import fit
 from eric.model.units import UnitLayout
 
@@ -335,12 +336,14 @@ def _stack_records(records, batch: int, device) -> tuple[torch.Tensor, torch.Ten
 class _StepState:
     """One decoding step, with the KV cache or by re-running the whole prefix."""
 
-    def __init__(self, model, batch: int, device: torch.device, use_cache: bool, keep_units: bool = False):
+    def __init__(self, model, batch: int, device: torch.device, use_cache: bool, keep_units: bool = False,
+                 cache=None):
+        """`cache`: the cache to read on (a StaticEricCache), else a new dynamic one when `use_cache`."""
         self.model = model
         self.use_cache = use_cache
         self.keep_units = keep_units  # cached path too: every position's entity input (contrastive lookahead)
         self.predictor = getattr(model, "state_predictor", None)
-        self.cache = EricCache.empty(model.config) if use_cache else None
+        self.cache = cache if cache is not None else EricCache.empty(model.config) if use_cache else None
         plans = use_cache and model.config.use_entity  # a model that plans no entity needs no planner memory
         self.memory = PlannerMemory(batch, device, self.predictor) if plans else None
         self.unit_embeds: torch.Tensor | None = None  # no-cache path: every position's entity input
@@ -385,8 +388,9 @@ class _StepState:
         after each. Otherwise the whole prefix plus each candidate, the k candidates in one batch."""
         model = self.model
         if self.use_cache and not model.config.use_state_attention:
-            columns = range(candidates.shape[1])
-            return torch.cat([self._read_ahead(candidates[:, c : c + 1], encoder_hidden, step_mask) for c in columns], 1)
+            ahead = [self._read_ahead(candidates[:, c : c + 1], encoder_hidden, step_mask)
+                     for c in range(candidates.shape[1])]
+            return torch.cat(ahead, dim=1)
         batch, k = candidates.shape
         expand = lambda x: x.repeat_interleave(k, dim=0)  # noqa: E731  row b's candidates are rows b*k .. b*k+k-1
         ahead = torch.cat([expand(tokens), candidates.reshape(-1, 1)], dim=1)
@@ -419,18 +423,13 @@ class _StaticStepState(_StepState):
     """The cached step on fixed shapes (eric/model/static_decoding.py), eager or compiled."""
 
     def __init__(self, model, batch: int, device, keep_units: bool, max_length: int, compiled: bool):
-        super().__init__(model, batch, device, use_cache=True, keep_units=keep_units)
-        self.cache = StaticEricCache.empty(model, batch, max_length, device, model.dtype)
+        cache = StaticEricCache.empty(model, batch, max_length, device, model.dtype)
+        super().__init__(model, batch, device, use_cache=True, keep_units=keep_units, cache=cache)
         self.step = StaticDecodeStep(model, compiled)
-        self.units_bound = 0  # the host's bound on any row's state keys: steps at which some row read <sent>
 
     def _cached_step(self, token, unit_embed, encoder_hidden, encoder_mask, any_sent) -> torch.Tensor:
         if any_sent:
-            self.units_bound += 1
-            state = self.cache.state
-            if state is not None and self.units_bound > state.capacity:  # rare: read the exact count (a sync)
-                self.units_bound = int(state.counts.max()) + 1
-                self.cache.reserve(self.units_bound)
+            self.cache.expect_key()
         return self.step(self.cache, token, unit_embed, encoder_hidden, encoder_mask)
 
     def _read_ahead(self, token, encoder_hidden, encoder_mask) -> torch.Tensor:

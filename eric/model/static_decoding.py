@@ -33,7 +33,6 @@ from transformers.cache_utils import DynamicCache, EncoderDecoderCache, StaticCa
 
 from eric.model.state_attention import StateAttentionInputs, StateKeys, bias_mask, folded_attention_inputs
 
-DECODE_STEPS = ("dynamic", "static", "compiled")
 FIRST_CAPACITY = 32  # state slots per row before the first growth (a story has ~20 units)
 
 
@@ -59,8 +58,10 @@ class StaticStateCache:
         self.writes = is_sent[:, :, None]
         self.counts.add_(is_sent[:, 0].long())
         visible = self.slots[None, :] < self.counts[:, None]  # [B, capacity]
-        keys = StateKeys(torch.zeros_like(is_sent, dtype=torch.long), self.counts[:, None], is_sent)
-        return StateAttentionInputs(keys, bias_mask(visible[:, None], dtype), (self.counts > 0)[:, None, None], self, True)
+        slot = torch.zeros_like(is_sent, dtype=torch.long)  # the one token of the step (no positions needed)
+        keys = StateKeys(slot, slot, is_sent)
+        has_key = (self.counts > 0)[:, None, None]
+        return StateAttentionInputs(keys, bias_mask(visible[:, None], dtype), has_key, self, True)
 
     def update(self, layer_idx: int, new: torch.Tensor) -> None:
         """Write a layer's new entry [B, 1, E] at each row's next slot, where the row reads <sent>."""
@@ -90,11 +91,13 @@ class StaticEricCache:
     position: torch.Tensor  # 0-d long: the position of the next token read (on the device)
     key_slots: torch.Tensor  # [max_length] the self-attention slots
     length: int = 0  # the same position on the host (advanced by the caller; DiscoDVT slices its codes with it)
+    units_bound: int = 0  # the host's bound on any row's state keys: steps at which some row read <sent>
 
     @classmethod
     def empty(cls, model, batch: int, max_length: int, device, dtype) -> StaticEricCache:
         config = model.config
-        attention = EncoderDecoderCache(StaticCache(config=config, max_cache_len=max_length), DynamicCache(config=config))
+        self_attention = StaticCache(config=config, max_cache_len=max_length)
+        attention = EncoderDecoderCache(self_attention, DynamicCache(config=config))
         state = None
         if config.use_state_attention:
             layers = [layer.state_attn for layer in model.model.decoder.layers]
@@ -111,12 +114,17 @@ class StaticEricCache:
         self.position.add_(1)
         return positions, self_mask, state_inputs
 
-    def reserve(self, units: int) -> None:
-        """Room for `units` state keys per row (the host's bound), doubling the capacity as needed."""
-        if self.state is not None and units > self.state.capacity:
-            capacity = self.state.capacity
-            while capacity < units:
-                capacity *= 2
+    def expect_key(self) -> None:
+        """Before a step at which some row reads <sent>: room for one more state key per row. Only when
+        the host's bound passes the capacity is the exact count read (a sync) and the capacity doubled."""
+        self.units_bound += 1
+        if self.state is None or self.units_bound <= self.state.capacity:
+            return
+        self.units_bound = int(self.state.counts.max()) + 1
+        capacity = self.state.capacity
+        while capacity < self.units_bound:
+            capacity *= 2
+        if capacity > self.state.capacity:
             self.state.grow(capacity)
 
     def rollback(self) -> None:
