@@ -26,9 +26,13 @@ class OpCounter(TorchDispatchMode):
     def __init__(self) -> None:
         super().__init__()
         self.counts: Counter = Counter()
+        self.views: set[str] = set()  # the operators seen whose output aliases an input (no kernel)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.counts[str(func)] += 1
+        name = str(func)
+        self.counts[name] += 1
+        if func.is_view:
+            self.views.add(name)
         return func(*args, **(kwargs or {}))
 
     @property

@@ -25,6 +25,7 @@ BENCHMARKS = {  # name -> arguments (the settings the docs describe); CPU clocks
     "bench_train": ["--threads", "1", "--clock", "process"],
     "bench_flow_startup": ["--no-server"],
     "bench_world": ["--stories", "12000"],
+    "bench_ops": ["--compiled"],
 }
 
 
