@@ -188,6 +188,27 @@ def sample_steps() -> str:
     return text_table(["decode step", "batch", "ERIC tok/s", "BART tok/s", "ERIC/BART"], rows) + f"\n{about}\n"
 
 
+OP_FIGURES = {"param_tensors": "parameter tensors", "ops": "operators", "kernel_ops": "kernel-launching operators",
+              "matmul_ops": "matrix products and attention", "ops_per_tensor": "operators per parameter tensor",
+              "compiled_kernels": "kernels of the compiled step"}
+
+
+def op_budget() -> str:
+    """bench_ops.py's counts per training micro-step: one row per figure and size preset."""
+    path = PROJECT_ROOT / "studies" / "benchmarks" / "outputs" / "bench_ops.json"
+    record = json.loads(path.read_text()) if path.is_file() else {}
+    result, rows = record.get("result") or {}, []
+    for size in dict.fromkeys(k.split("_", 1)[0] for k in result if k.endswith("_ratio_ops")):
+        for key, label in OP_FIGURES.items():
+            if f"{size}_ratio_{key}" in result:
+                rows.append([size, label, *(_num(result[f"{size}_{model}_{key}"]) for model in ("eric", "bart", "ratio"))])
+    if not rows:
+        return "_bench_ops.py has not recorded a run._\n"
+    about = (f"`{record.get('command', '?')}` at {str(record.get('commit', '?'))[:7]}: one micro-step (forward + "
+             f"backward) of {result.get('batch')} rows of {result.get('src')} + {result.get('tgt')} tokens, on CPU")
+    return markdown_table(["preset", "per micro-step", "ERIC", "BART", "ERIC/BART"], rows) + f"\n\n{about}\n"
+
+
 GPU_OUTPUTS = PROJECT_ROOT / "studies" / "benchmarks" / "outputs" / "gpu"
 
 
@@ -310,6 +331,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "gpu-check": gpu_check,
     "sample-steps": sample_steps,
     "gpu-train": gpu_train,
+    "op-budget": op_budget,
     "anonymization": anonymization_table,
 }
 
