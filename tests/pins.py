@@ -13,7 +13,10 @@ exactly; other floats to a relative 2e-4 (FORWARD: one forward pass). Other CPUs
 other orders: with ATEN_CPU_CAPABILITY=default (no vector kernels) the forward pins hold at
 2e-4, but ERIC's 4-step training curve moves by up to 4% (its codebook gradient norm at step 3,
 2.735 -> 2.845; k-means init and re-seeding amplify the first difference), so the training pins
-compare at 5e-2 (TRAINING) and lean on their exact counts (states used, codes re-seeded).
+compare at 5e-2 (TRAINING). Their counts move too: a near-tie between two states resolves the
+other way on another CPU (DiscoDVT's 4-step run used 37 of its codes on an AMX Xeon where the
+pin, recorded on another host, says 38), so under TRAINING a count may differ by 5% of itself
+(37 against 38 passes, a step 2 against 3 does not); under FORWARD counts stay exact.
 Pinned code runs on one torch thread (`one_thread`): the thread count changes the order of
 sums too.
 """
@@ -31,7 +34,7 @@ import torch
 PINS = Path(__file__).resolve().parent / "fixtures" / "pinned.json"
 WRITE = "ERIC_WRITE_PINS"
 FORWARD = dict(rel=2e-4, abs_tol=1e-6)  # one forward pass
-TRAINING = dict(rel=5e-2, abs_tol=1e-3)  # a few optimizer steps on other kernels (see above)
+TRAINING = dict(rel=5e-2, abs_tol=1e-3, count_rel=5e-2)  # a few optimizer steps on other kernels (see above)
 
 
 def check_pinned(key: str, observed, tolerance: dict = FORWARD) -> None:
@@ -79,4 +82,6 @@ def _difference(expected, observed, where: str, tolerance: dict) -> str | None:
         if math.isclose(expected, observed, rel_tol=tolerance["rel"], abs_tol=tolerance["abs_tol"]):
             return None
         return f"{where}: {expected!r} != {observed!r}"
+    if numbers and "count_rel" in tolerance and abs(expected - observed) <= tolerance["count_rel"] * abs(expected):
+        return None
     return None if expected == observed else f"{where}: {expected!r} != {observed!r}"
