@@ -27,6 +27,7 @@ from eric.evaluate.report import ReportInputs, analysis_rows, display_name, tabl
 from eric.evaluate.report import ANALYSIS_COLUMNS, TRAINING_COLUMNS
 from eric.evaluate.report import _markdown_table as markdown_table
 from eric.evaluate.scoring import METRIC_NAMES
+from eric.evaluate.intervals import seed_interval
 from eric.evaluate.world_metrics import WORLD_HEADER, world_rows
 from studies.anonymization.render import table as anonymization_table
 from studies.spec import StudySpec, all_studies, load_study
@@ -129,7 +130,39 @@ def study_page(spec: StudySpec) -> str:
     head = [f"# {spec.title}", "", spec.about.strip(), "",
             f"Rerun what is missing: `python flows/study.py {folder}` (`--force` reruns everything). "
             "Rendered by `python -m studies.render` from `outputs/`.", "", ""]
-    return "\n".join(head) + study_tables(spec)
+    return "\n".join(head) + study_tables(spec) + (seeds_table(spec) if spec.across_seeds else "")
+
+
+def seeds_table(spec: StudySpec, first: str = "eric", second: str = "bart") -> str:
+    """Per Table-2 metric: each variant's mean over the kept configurations (one seed each) with
+    its 95% t interval, and `first` minus `second` per seed (paired: the same test inputs)."""
+    runs = [study_inputs(spec, name).metrics for name in spec.configurations if spec.is_done(name)]
+    runs = [run for run in runs if first in run and second in run]
+    if len(runs) < 2:
+        return "\n**Across seeds**: needs two kept configurations with both models.\n"
+    a, b = display_name(first), display_name(second)
+    rows = []
+    for metric in METRIC_NAMES:
+        pairs = [(run[first].get(metric), run[second].get(metric)) for run in runs]
+        pairs = [(x, y) for x, y in pairs if x is not None and y is not None]
+        if not pairs:
+            continue
+        differences = [x - y for x, y in pairs]
+        rows.append([metric, _interval(seed_interval([x for x, _ in pairs])),
+                     _interval(seed_interval([y for _, y in pairs])), _interval(seed_interval(differences)),
+                     ", ".join(f"{d:+.2f}" for d in differences)])
+    header = ["metric", f"{a}: mean [95% interval]", f"{b}: mean [95% interval]", f"{a} - {b}: mean [95% interval]",
+              f"{a} - {b} per seed"]
+    return (f"\n**Across seeds** ({len(runs)} seeds: {', '.join(n for n in spec.configurations if spec.is_done(n))}):"
+            "\n\n" + markdown_table(header, rows) + "\n")
+
+
+def _interval(interval) -> str:
+    if interval.value is None:
+        return MISSING
+    if interval.low is None:
+        return f"{interval.value:.2f}"
+    return f"{interval.value:.2f} [{interval.low:.2f}, {interval.high:.2f}]"
 
 
 def studies_index() -> str:

@@ -8,6 +8,7 @@
         profile: null          # flows/profiles/<name>.yaml, applied first
         set: {}                # dotted params.yaml overrides
     runner: run.py             # optional: a study that runs its arms itself
+    across_seeds: false        # optional: configurations that differ only in their seed, summarised
     status: "..."              # optional: why its outputs are not (yet) from this code
 
 Outputs: studies/<name>/outputs/<configuration>/ (metrics/, reports/results.md,
@@ -45,6 +46,7 @@ class StudySpec(BaseModel):
     about: str = ""
     configurations: dict[str, Configuration] = Field(default_factory=dict)
     runner: str | None = None
+    across_seeds: bool = False  # its configurations differ only in the seed: means and intervals over them
     status: str | None = None
     folder: Path = Path()
 
