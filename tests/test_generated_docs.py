@@ -92,6 +92,26 @@ def test_a_study_page_shows_kept_runs_and_says_which_are_not_run(tmp_path, monke
     assert "**missing**: not run at this commit (`python flows/study.py studies/demo --only missing`)" in page
 
 
+def test_a_seeds_study_gives_means_intervals_and_the_paired_difference_per_seed(tmp_path, monkeypatch):
+    monkeypatch.setattr(render, "PROJECT_ROOT", tmp_path)
+    folder = _study(tmp_path, "title: Seeds\nacross_seeds: true\nconfigurations:\n  s1: {variants: [eric, bart]}\n"
+                              "  s2: {variants: [eric, bart], set: {seed: 2}}\n  s3: {variants: [eric, bart], set: {seed: 3}}\n")
+    scores = {"s1": (20.0, 15.0), "s2": (22.0, 15.5), "s3": (18.0, 16.0)}  # B-1 of ERIC, BART per seed
+    for name, (eric, bart) in scores.items():
+        kept = folder / "outputs" / name
+        (kept / "metrics" / "evaluate").mkdir(parents=True)
+        for variant, value in (("eric", eric), ("bart", bart)):
+            (kept / "metrics" / "evaluate" / f"{variant}.json").write_text(json.dumps({"B-1": value}))
+        (kept / RUN_FILE).write_text(json.dumps({"commit": "abcdef123456", "finished": "2026-11-27T00:00"}))
+    page = render.study_page(load_study(folder))
+    # ERIC: mean 20, sd 2, t(0.975, 2) = 4.303 -> half 4.97; differences +5, +6.5, +2: mean 4.5, sd 2.29 -> half 5.69
+    assert "**Across seeds** (3 seeds: s1, s2, s3)" in page
+    assert "| B-1 | 20.00 [15.03, 24.97] | 15.50 [14.26, 16.74] | 4.50 [-1.19, 10.19] | +5.00, +6.50, +2.00 |" in page
+    (folder / "outputs" / "s2" / RUN_FILE).unlink()
+    (folder / "outputs" / "s3" / RUN_FILE).unlink()
+    assert "needs two kept configurations" in render.study_page(load_study(folder))
+
+
 def test_a_runner_studys_figures_are_redrawn_from_its_outputs(tmp_path, monkeypatch):
     from studies.state_predictor import render as own
 
