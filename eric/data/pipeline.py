@@ -156,7 +156,7 @@ def _preprocess(cfg: Params, progress: bool, overwrite: bool, protect: dict[str,
     out_dir = check_out_dir(resolve_path(pp.out_dir), overwrite, {**protected, **(protect or {})})
     if pp.max_stories:
         stories = islice(stories, pp.max_stories)
-    nlp = load_pipeline(split_sentences=corpus.kind != "wikiplots", parse=pp.unit == "edu")
+    nlp = load_pipeline(split_sentences=corpus.kind != "wikiplots", parse=pp.unit == "edu", model=pp.spacy_model)
     dedupe = Deduper()
     tasks = _tasks(stories, pp, skips, dedupe, nlp)
     docs = nlp.pipe(tasks, as_tuples=True, n_process=pp.n_process, batch_size=pp.batch_size)
