@@ -45,8 +45,8 @@ def is_kernel(name: str, views: set[str]) -> bool:
     return name not in views and not name.startswith(NO_KERNEL)
 
 
-def step_inputs(name: str, args) -> tuple[torch.nn.Module, dict]:
-    model = build(name, args.size, args.vocab).train()
+def step_inputs(name: str, size: str, args) -> tuple[torch.nn.Module, dict]:
+    model = build(name, size, args.vocab).train()
     if name == "eric":
         model.logged_step = False  # the SVD diagnostic runs only on logged steps
     return model, collate(examples(name, args.batch, args))
@@ -91,11 +91,10 @@ def compiled_kernels(model: torch.nn.Module, batch: dict) -> tuple[int, int]:
 
 
 def measure(size: str, args) -> dict:
-    args.size = size
     figures = {}
     for name in ("eric", "bart"):
         torch.manual_seed(0)
-        model, batch = step_inputs(name, args)
+        model, batch = step_inputs(name, size, args)
         figures[name] = eager_counts(model, batch)
         if args.compiled and size == "tiny":
             figures[name]["compiled_kernels"] = sum(compiled_kernels(model, batch))

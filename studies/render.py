@@ -136,8 +136,9 @@ def study_page(spec: StudySpec) -> str:
 def seeds_table(spec: StudySpec, first: str = "eric", second: str = "bart", metrics=METRIC_NAMES) -> str:
     """Per Table-2 metric: each variant's mean over the kept configurations (one seed each) with
     its 95% t interval, and `first` minus `second` per seed (paired: the same test inputs)."""
-    runs = [study_inputs(spec, name).metrics for name in spec.configurations if spec.is_done(name)]
-    runs = [run for run in runs if first in run and second in run]
+    kept = {name: study_inputs(spec, name).metrics for name in spec.configurations if spec.is_done(name)}
+    kept = {name: run for name, run in kept.items() if first in run and second in run}
+    runs = list(kept.values())
     if len(runs) < 2:
         return "\n**Across seeds**: needs two kept configurations with both models.\n"
     a, b = display_name(first), display_name(second)
@@ -153,7 +154,7 @@ def seeds_table(spec: StudySpec, first: str = "eric", second: str = "bart", metr
                      ", ".join(f"{d:+.2f}" for d in differences)])
     header = ["metric", f"{a}: mean [95% interval]", f"{b}: mean [95% interval]", f"{a} - {b}: mean [95% interval]",
               f"{a} - {b} per seed"]
-    return (f"\n**Across seeds** ({len(runs)} seeds: {', '.join(n for n in spec.configurations if spec.is_done(n))}):"
+    return (f"\n**Across seeds** ({len(runs)} seeds: {', '.join(kept)}):"
             "\n\n" + markdown_table(header, rows) + "\n")
 
 
@@ -187,10 +188,12 @@ def _runner_block(name: str) -> str:
 
 # --- benchmarks (studies/benchmarks/outputs/*.json, written by the scripts) ----------------
 
+BENCH_OUTPUTS = PROJECT_ROOT / "studies" / "benchmarks" / "outputs"
+
+
 def benchmarks() -> str:
-    folder = PROJECT_ROOT / "studies" / "benchmarks" / "outputs"
     rows = []
-    for path in sorted(folder.glob("*.json")):
+    for path in sorted(BENCH_OUTPUTS.glob("*.json")):
         record = json.loads(path.read_text())
         host = record.get("host") or {}
         figures = "; ".join(f"{k} {_num(v)}" for k, v in (record.get("result") or {}).items()
@@ -205,8 +208,7 @@ def benchmarks() -> str:
 
 def sample_steps() -> str:
     """bench_sample.py's tokens/s per decoding step and batch size (its `--decode-steps` run)."""
-    path = PROJECT_ROOT / "studies" / "benchmarks" / "outputs" / "bench_sample.json"
-    record = json.loads(path.read_text()) if path.is_file() else {}
+    record = _json(BENCH_OUTPUTS / "bench_sample.json") or {}
     result, rows = record.get("result") or {}, []
     for key in (k.removeprefix("ratio_") for k in result if k.startswith("ratio_")):
         batch, _, step = key.removeprefix("batch").partition("_")
@@ -228,8 +230,7 @@ OP_FIGURES = {"param_tensors": "parameter tensors", "ops": "operators", "kernel_
 
 def op_budget() -> str:
     """bench_ops.py's counts per training micro-step: one row per figure and size preset."""
-    path = PROJECT_ROOT / "studies" / "benchmarks" / "outputs" / "bench_ops.json"
-    record = json.loads(path.read_text()) if path.is_file() else {}
+    record = _json(BENCH_OUTPUTS / "bench_ops.json") or {}
     result, rows = record.get("result") or {}, []
     for size in dict.fromkeys(k.split("_", 1)[0] for k in result if k.endswith("_ratio_ops")):
         for key, label in OP_FIGURES.items():
@@ -242,7 +243,7 @@ def op_budget() -> str:
     return markdown_table(["preset", "per micro-step", "ERIC", "BART", "ERIC/BART"], rows) + f"\n\n{about}\n"
 
 
-GPU_OUTPUTS = PROJECT_ROOT / "studies" / "benchmarks" / "outputs" / "gpu"
+GPU_OUTPUTS = BENCH_OUTPUTS / "gpu"
 
 
 def _gpu_records(prefix: str):
