@@ -31,6 +31,6 @@ def test_a_benchmark_records_its_figures_with_host_and_commit(tmp_path, monkeypa
 def test_the_benchmarks_block_is_rendered_from_the_recorded_files(tmp_path, monkeypatch):
     folder = tmp_path / "studies" / "benchmarks" / "outputs"
     record.record("bench_demo", {"tokens_per_s": 1234.5, "label": "x"}, folder)
-    monkeypatch.setattr(render, "PROJECT_ROOT", tmp_path)
+    monkeypatch.setattr(render, "BENCH_OUTPUTS", folder)
     block = render.benchmarks()
     assert "| `bench_demo` | tokens_per_s 1,234 |" in block and f"{os.cpu_count()} cores" in block
