@@ -1,6 +1,6 @@
 """A study: one published table, rerun with one command.
 
-    python flows/study.py studies/<name> [--only CONFIG ...] [--force]
+    python flows/study.py studies/<name> [--only CONFIG ...] [--stale | --force]
 
 or `prefect deployment run eric-study/study --param study=studies/baselines`.
 `studies/<name>/study.yaml` declares its configurations (params overrides, a profile,
@@ -8,7 +8,9 @@ the variants); each runs through the pipeline flow (flows/pipeline.py, as a depl
 runs it: a DVC experiment in a checkout of its own, one MLflow pipeline run tagged with
 the study and configuration) and keeps its metrics, report and dvc.lock under
 `studies/<name>/outputs/<config>/` with `run.json` (commit, command, MLflow run). A
-configuration whose outputs exist is skipped (resumable; `--force` reruns it; stages
+configuration whose outputs exist is skipped (resumable; `--stale` reruns it if its code
+or settings changed since, as its kept dvc.lock tells (studies/currency.py); `--force`
+reruns it regardless; stages
 DVC already ran with the same code and params come from its run cache). Then the study's
 `results.md` and the docs' generated blocks are rendered (studies/render.py).
 
@@ -67,8 +69,10 @@ def _record(spec: StudySpec, name: str, result: dict[str, Any]) -> None:
 
 
 @flow(name="eric-study", persist_result=False)
-def study(study: str, only: list[str] | None = None, force: bool = False) -> dict[str, str]:
-    """Run what is missing of a study, keep its outputs, render its pages."""
+def study(study: str, only: list[str] | None = None, force: bool = False, stale: bool = False) -> dict[str, str]:
+    """Run what is missing of a study, keep its outputs, render its pages. `stale`: rerun too
+    the kept configurations whose code or settings changed since (studies/currency.py);
+    `force`: rerun every configuration."""
     from studies import render
 
     logger = get_run_logger()
@@ -81,9 +85,13 @@ def study(study: str, only: list[str] | None = None, force: bool = False) -> dic
         if only and name not in only:
             continue
         if not force and spec.is_done(name):
-            logger.info("%s: kept outputs exist (--force reruns it)", name)
-            done[name] = "kept"
-            continue
+            drift = spec.drift(name, PROJECT_ROOT)
+            older = drift is not None and not drift.current
+            if not (stale and older):
+                logger.info("%s: kept outputs exist%s", name, f", ran at older code: {drift.describe()} (--stale "
+                            "reruns it)" if older else " (--force reruns it)")
+                done[name] = "kept"
+                continue
         logger.info("%s: running %s", name, config.describe())
         result = pipeline(
             profile=config.profile,
@@ -104,12 +112,13 @@ def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description="Rerun a study (what is missing) and render its pages.")
     parser.add_argument("study", help="a folder under studies/, e.g. studies/baselines")
     parser.add_argument("--only", action="append", help="this configuration only (repeatable)")
+    parser.add_argument("--stale", action="store_true", help="rerun kept configurations that ran at older code")
     parser.add_argument("--force", action="store_true", help="rerun configurations whose outputs exist")
     args = parser.parse_args(argv)
     path = Path(args.study).resolve()
     try:
         rel = str(path.relative_to(PROJECT_ROOT))
-        done = study(rel, args.only, args.force)
+        done = study(rel, args.only, args.force, args.stale)
     except (ValueError, OverrideError, PipelineError) as exc:
         sys.exit(f"eric-study: {exc}")
     print(yaml.safe_dump(done, sort_keys=False), end="")

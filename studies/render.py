@@ -102,7 +102,7 @@ def study_tables(spec: StudySpec) -> str:
             parts.append(f"**{name}**: not run at this commit ({_rerun(spec, name)}).\n")
             continue
         inputs = study_inputs(spec, name)
-        parts += [f"**{name}** ({_provenance(spec, name, run)})", "",
+        parts += [f"**{name}** ({_provenance(spec, name, run)})", "", *_older_code(spec, name),
                   markdown_table(["Model", *METRIC_NAMES], table_rows(inputs)), "",
                   markdown_table(["Model", *ANALYSIS_COLUMNS], analysis_rows(inputs)), "",
                   markdown_table(["Model", *TRAINING_COLUMNS], training_rows(inputs)), ""]
@@ -120,9 +120,17 @@ def _provenance(spec: StudySpec, name: str, run: dict) -> str:
     return f"`{folder}`, commit {run['commit'][:7]}{dirty}, {run['finished'][:10]}"
 
 
-def _rerun(spec: StudySpec, name: str) -> str:
+def _older_code(spec: StudySpec, name: str) -> list[str]:
+    """A warning paragraph when the kept run's inputs differ from the current code and params."""
+    drift = spec.drift(name, PROJECT_ROOT)
+    if drift is None or drift.current:
+        return []
+    return [f"> **Ran at older code.** {drift.describe()}. Rerun: {_rerun(spec, name, '--stale')}.", ""]
+
+
+def _rerun(spec: StudySpec, name: str, flag: str = "") -> str:
     folder = spec.folder.relative_to(PROJECT_ROOT)
-    return f"`python flows/study.py {folder} --only {name}`"
+    return f"`python flows/study.py {folder} --only {name}{' ' + flag if flag else ''}`"
 
 
 def study_page(spec: StudySpec) -> str:
@@ -154,8 +162,11 @@ def seeds_table(spec: StudySpec, first: str = "eric", second: str = "bart", metr
                      ", ".join(f"{d:+.2f}" for d in differences)])
     header = ["metric", f"{a}: mean [95% interval]", f"{b}: mean [95% interval]", f"{a} - {b}: mean [95% interval]",
               f"{a} - {b} per seed"]
+    older = [n for n in kept if (d := spec.drift(n, PROJECT_ROOT)) is not None and not d.current]
+    note = (f"\n_Ran at older code: {', '.join(older)} ({spec.folder.relative_to(PROJECT_ROOT)}/results.md says "
+            "what changed since)._\n") if older else ""
     return (f"\n**Across seeds** ({len(runs)} seeds: {', '.join(kept)}):"
-            "\n\n" + markdown_table(header, rows) + "\n")
+            "\n\n" + markdown_table(header, rows) + "\n" + note)
 
 
 def _interval(interval) -> str:
@@ -170,9 +181,10 @@ def studies_index() -> str:
     rows = []
     for spec in all_studies(PROJECT_ROOT):
         done = [n for n in spec.configurations if spec.is_done(n)]
+        current = sum(1 for n in done if (d := spec.drift(n, PROJECT_ROOT)) is not None and d.current)
         files = sum(1 for p in spec.outputs.rglob("*") if p.is_file()) if spec.outputs.is_dir() else 0
-        state = (f"{len(done)}/{len(spec.configurations)} configurations kept" if spec.configurations
-                 else f"{files} files (its own runner, `{spec.runner}`)")
+        state = (f"{len(done)}/{len(spec.configurations)} configurations kept, {current} at this code"
+                 if spec.configurations else f"{files} files (its own runner, `{spec.runner}`)")
         rows.append([f"`studies/{spec.name}`", spec.title, state, f"`python flows/study.py studies/{spec.name}`"])
     return text_table(["study", "what", "outputs", "rerun"], rows)
 

@@ -3,9 +3,11 @@ kept with run.json, kept configurations are skipped, and the pages are rendered.
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
+import yaml
 import study as study_flow
 from prefect.logging import disable_run_logger
 
@@ -47,3 +49,17 @@ def test_each_configuration_runs_once_and_is_kept_with_its_provenance(demo):
         assert study_flow.study.fn(str(folder)) == {"small": "kept", "other": "kept"}
         assert study_flow.study.fn(str(folder), only=["other"], force=True) == {"other": "ran"}
     assert len(calls) == 3
+
+
+def test_stale_reruns_only_a_kept_configuration_whose_code_changed_since(demo):
+    folder, calls = demo
+    with disable_run_logger():
+        study_flow.study.fn(str(folder))
+    code = study_flow.PROJECT_ROOT / "eric" / "config.py"
+    for name, md5 in (("small", "0" * 32), ("other", hashlib.md5(code.read_bytes()).hexdigest())):
+        lock = {"stages": {"train": {"deps": [{"path": "eric/config.py", "md5": md5}]}}}
+        (folder / "outputs" / name / "dvc.lock").write_text(yaml.safe_dump(lock))
+    with disable_run_logger():
+        assert study_flow.study.fn(str(folder)) == {"small": "kept", "other": "kept"}
+        assert study_flow.study.fn(str(folder), stale=True) == {"small": "ran", "other": "kept"}
+    assert len(calls) == 3 and calls[-1]["tags"]["eric.study.configuration"] == "small"

@@ -1,0 +1,112 @@
+"""Is a kept configuration what the current code would make?
+
+A kept run's dvc.lock records the md5 of every file each stage read and the value of every
+setting it read. Its primary inputs (files no stage of the run wrote: code, the corpus) are
+compared with the workspace, its settings with params.yaml under the configuration's
+overrides. What a stage of the run wrote (data, models, samples) is not compared: it follows
+from the inputs, and a model's bytes differ between CPUs anyway (docs/model.md)."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from eric.config import flatten, set_dotted
+
+MISSING = object()
+
+
+@dataclass(frozen=True)
+class Drift:
+    """What changed since a kept run: input files, and settings as `key: old -> new`."""
+
+    files: list[str] = field(default_factory=list)
+    settings: list[str] = field(default_factory=list)
+
+    @property
+    def current(self) -> bool:
+        return not (self.files or self.settings)
+
+    def describe(self, most: int = 6) -> str:
+        items = self.files + self.settings
+        shown = ", ".join(f"`{i}`" for i in items[:most]) + (f" and {len(items) - most} more" if len(items) > most else "")
+        return f"{len(self.files)} input file(s) and {len(self.settings)} setting(s) changed since: {shown}"
+
+
+def _md5(path: Path) -> str:
+    return hashlib.md5(path.read_bytes()).hexdigest()
+
+
+def _lookup(tree: Any, dotted: str) -> Any:
+    for part in dotted.split("."):
+        if not isinstance(tree, dict) or part not in tree:
+            return MISSING
+        tree = tree[part]
+    return tree
+
+
+def _show(value: Any) -> str:
+    if value is MISSING:
+        return "absent"
+    text = yaml.safe_dump(value, default_flow_style=True).strip().removesuffix("...").strip()
+    return text if len(text) <= 40 else "(changed)"
+
+
+def intended_params(params: dict, overrides: dict[str, Any]) -> dict:
+    """params.yaml as the configuration asks for it (its `set` and `variants` applied)."""
+    out = copy.deepcopy(params)
+    for key, value in overrides.items():
+        set_dotted(out, key, value)
+    return out
+
+
+def _inputs(stages: dict) -> dict[str, str]:
+    """{path: md5} of every dependency that holds nothing a stage of the run wrote (a folder
+    such as metrics/train/ holds the training stages' outputs)."""
+    written = [Path(o["path"]) for s in stages.values() for o in s.get("outs", [])]
+    return {d["path"]: d.get("md5", "") for s in stages.values() for d in s.get("deps", [])
+            if not any(w == Path(d["path"]) or Path(d["path"]) in w.parents or w in Path(d["path"]).parents
+                       for w in written)}
+
+
+def _changed_settings(recorded: dict[str, Any], params: dict) -> list[str]:
+    """`key: old -> new` for every leaf setting that differs (a stage may read a whole section)."""
+    old = flatten({k: v for k, v in recorded.items()}) if recorded else {}
+    new = {k: _lookup(params, k) for k in recorded}
+    new = flatten({k: v for k, v in new.items() if v is not MISSING})
+    keys = sorted(set(old) | {k for k in new if any(k == r or k.startswith(r + ".") for r in recorded)})
+    return [f"{k}: {_show(old.get(k, MISSING))} -> {_show(new.get(k, MISSING))}"
+            for k in keys if old.get(k, MISSING) != new.get(k, MISSING)]
+
+
+def drift(lock: dict, params: dict, root: Path, current_lock: dict | None = None) -> Drift:
+    """Compare a kept dvc.lock with the workspace under `root` and the intended `params`.
+    A folder input (the corpus) is compared through the current dvc.lock's record of it."""
+    stages = lock.get("stages") or {}
+    folders = {d["path"]: d.get("md5") for s in ((current_lock or {}).get("stages") or {}).values()
+               for d in s.get("deps", [])}
+    files = []
+    for path, md5 in sorted(_inputs(stages).items()):
+        if md5.endswith(".dir"):
+            if path in folders and folders[path] != md5:
+                files.append(path + "/")
+        elif not (root / path).is_file() or _md5(root / path) != md5:
+            files.append(path)
+    recorded = {k: v for s in stages.values() for k, v in ((s.get("params") or {}).get("params.yaml") or {}).items()}
+    return Drift(files, _changed_settings(recorded, params))
+
+
+def configuration_drift(folder: Path, overrides: dict[str, Any], root: Path) -> Drift | None:
+    """The drift of a kept configuration (`folder`: its outputs), None when it keeps no dvc.lock."""
+    lock = folder / "dvc.lock"
+    if not lock.is_file():
+        return None
+    params = intended_params(yaml.safe_load((root / "params.yaml").read_text()) or {}, overrides)
+    current = root / "dvc.lock"
+    current_lock = yaml.safe_load(current.read_text()) if current.is_file() else None
+    return drift(yaml.safe_load(lock.read_text()) or {}, params, root, current_lock)
