@@ -110,3 +110,25 @@ def configuration_drift(folder: Path, overrides: dict[str, Any], root: Path) -> 
     current = root / "dvc.lock"
     current_lock = yaml.safe_load(current.read_text()) if current.is_file() else None
     return drift(yaml.safe_load(lock.read_text()) or {}, params, root, current_lock)
+
+
+def main(root: Path | None = None) -> int:
+    """`python -m studies.currency`: every kept configuration, at this code or what changed;
+    exit 1 when one ran at older code."""
+    from studies.spec import all_studies
+
+    root = root or Path(__file__).resolve().parents[1]
+    older = 0
+    for spec in all_studies(root):
+        for name in (n for n in spec.configurations if spec.is_done(n)):
+            found = spec.drift(name, root)
+            verdict = "no dvc.lock kept" if found is None else "at this code" if found.current else found.describe()
+            older += found is not None and not found.current
+            print(f"studies/{spec.name} {name}: {verdict}")
+    if older:
+        print(f"{older} kept configuration(s) ran at older code: python flows/study.py studies/<name> --stale")
+    return 1 if older else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -9,7 +9,7 @@ import json
 import yaml
 
 from studies import render
-from studies.currency import configuration_drift, drift
+from studies.currency import configuration_drift, drift, main
 from studies.spec import load_study
 
 
@@ -109,3 +109,13 @@ def test_a_study_page_heads_a_run_at_older_code_with_what_changed(tmp_path, monk
 def test_a_kept_configuration_without_a_dvc_lock_has_no_verdict(tmp_path):
     root = _project(tmp_path)
     assert configuration_drift(tmp_path / "nowhere", {}, root) is None
+
+
+def test_the_command_lists_each_kept_configuration_and_fails_when_one_is_older(tmp_path, capsys):
+    root = _project(tmp_path)
+    _study(root, _lock(_md5("X = 1\n")))
+    assert main(root) == 0 and capsys.readouterr().out == "studies/demo one: at this code\n"
+    (root / "params.yaml").write_text((root / "params.yaml").read_text().replace("dim: 8", "dim: 16"))
+    assert main(root) == 1
+    out = capsys.readouterr().out
+    assert "studies/demo one: 0 input file(s) and 1 setting(s) changed since: `model.dim: 8 -> 16`" in out
