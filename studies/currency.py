@@ -120,6 +120,8 @@ def main(root: Path | None = None) -> int:
     root = root or Path(__file__).resolve().parents[1]
     older = 0
     for spec in all_studies(root):
+        if spec.runner:
+            print(f"studies/{spec.name}: its own runner ({spec.runner}) keeps no dvc.lock: no verdict")
         for name in (n for n in spec.configurations if spec.is_done(n)):
             found = spec.drift(name, root)
             verdict = "no dvc.lock kept" if found is None else "at this code" if found.current else found.describe()
