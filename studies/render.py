@@ -2,6 +2,7 @@
 
     python -m studies.render            # rewrite what changed
     python -m studies.render --check    # exit 1 when a generated block or page is stale
+    python -m studies.render --draw studies/<name>   # a runner study's figures, then the pages
 
 A generated block in README.md or docs/*.md sits between
 
@@ -471,6 +472,9 @@ def _num(value) -> str:
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--draw"] and len(argv) == 2:  # a runner study's figures first (flows/study.py)
+        draw_figures(load_study(PROJECT_ROOT / argv[1]))
+        argv = []
     if argv == ["--check"]:
         late = stale()
         for path in late:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
 
 import pytest
 import yaml
@@ -31,7 +32,7 @@ def demo(tmp_path, monkeypatch):
                 "dvc_experiment": "exp-1", "mlflow": {"run_id": f"run-{len(calls)}"}}
 
     monkeypatch.setattr(study_flow, "pipeline", fake_pipeline)
-    monkeypatch.setattr(render, "render_all", lambda: [])
+    monkeypatch.setattr(study_flow, "render_pages", lambda figures_of=None: "")
     return folder, calls
 
 
@@ -63,3 +64,28 @@ def test_stale_reruns_only_a_kept_configuration_whose_code_changed_since(demo):
         assert study_flow.study.fn(str(folder)) == {"small": "kept", "other": "kept"}
         assert study_flow.study.fn(str(folder), stale=True) == {"small": "ran", "other": "kept"}
     assert len(calls) == 3 and calls[-1]["tags"]["eric.study.configuration"] == "small"
+
+
+def test_pages_are_rendered_by_a_process_of_their_own_and_a_failure_loses_nothing(monkeypatch):
+    seen = []
+
+    def fake_run(command, cwd, **kwargs):
+        seen.append((command, cwd))
+        if "--draw" in command:
+            return subprocess.CompletedProcess(command, 1, "", "Traceback ...\nValueError: params.yaml: bad key\n")
+        return subprocess.CompletedProcess(command, 0, "wrote README.md\nwrote docs/results.md\n", "")
+
+    monkeypatch.setattr(study_flow.subprocess, "run", fake_run)
+    with disable_run_logger():
+        assert study_flow.render_pages.fn() == "wrote README.md\nwrote docs/results.md\n"
+        assert study_flow.render_pages.fn("studies/entityworld") == "failed: ValueError: params.yaml: bad key"
+    assert seen[0] == ([study_flow.sys.executable, "-m", "studies.render"], study_flow.PROJECT_ROOT)
+    assert seen[1][0][-2:] == ["--draw", "studies/entityworld"]
+
+
+def test_render_draws_a_runner_study_s_figures_before_the_pages(monkeypatch):
+    order = []
+    monkeypatch.setattr(render, "draw_figures", lambda spec: order.append(("draw", spec.name)))
+    monkeypatch.setattr(render, "render_all", lambda: order.append(("pages",)) or [])
+    assert render.main(["--draw", "studies/state_predictor"]) == 0
+    assert order == [("draw", "state_predictor"), ("pages",)]
