@@ -76,24 +76,22 @@ def _inputs(stages: dict) -> dict[str, str]:
 
 def _changed_settings(recorded: dict[str, Any], params: dict) -> list[str]:
     """`key: old -> new` for every leaf setting that differs (a stage may read a whole section)."""
-    old = flatten({k: v for k, v in recorded.items()}) if recorded else {}
-    new = {k: _lookup(params, k) for k in recorded}
-    new = flatten({k: v for k, v in new.items() if v is not MISSING})
-    keys = sorted(set(old) | {k for k in new if any(k == r or k.startswith(r + ".") for r in recorded)})
+    old = flatten(recorded)
+    new = flatten({k: v for k in recorded if (v := _lookup(params, k)) is not MISSING})
     return [f"{k}: {_show(old.get(k, MISSING))} -> {_show(new.get(k, MISSING))}"
-            for k in keys if old.get(k, MISSING) != new.get(k, MISSING)]
+            for k in sorted(set(old) | set(new)) if old.get(k, MISSING) != new.get(k, MISSING)]
 
 
 def drift(lock: dict, params: dict, root: Path, current_lock: dict | None = None) -> Drift:
     """Compare a kept dvc.lock with the workspace under `root` and the intended `params`.
     A folder input (the corpus) is compared through the current dvc.lock's record of it."""
     stages = lock.get("stages") or {}
-    folders = {d["path"]: d.get("md5") for s in ((current_lock or {}).get("stages") or {}).values()
-               for d in s.get("deps", [])}
+    recorded_now = {d["path"]: d.get("md5") for s in ((current_lock or {}).get("stages") or {}).values()
+                    for d in s.get("deps", [])}
     files = []
     for path, md5 in sorted(_inputs(stages).items()):
         if md5.endswith(".dir"):
-            if path in folders and folders[path] != md5:
+            if path in recorded_now and recorded_now[path] != md5:
                 files.append(path + "/")
         elif not (root / path).is_file() or _md5(root / path) != md5:
             files.append(path)
