@@ -38,6 +38,7 @@ from prefect import flow, get_run_logger, task  # noqa: E402
 from prefect.cache_policies import NO_CACHE  # noqa: E402
 
 sys.path.insert(0, str(PROJECT_ROOT))
+from studies.currency import older, study_drift  # noqa: E402
 from studies.spec import RUN_FILE, StudySpec, load_study  # noqa: E402
 
 
@@ -82,11 +83,10 @@ def study(study: str, only: list[str] | None = None, force: bool = False, stale:
         if only and name not in only:
             continue
         if not force and spec.is_done(name):
-            drift = spec.drift(name, PROJECT_ROOT)
-            older = drift is not None and not drift.current
-            if not (stale and older):
+            drift = study_drift(spec, name, PROJECT_ROOT)
+            if not (stale and older(drift)):
                 logger.info("%s: kept outputs exist%s", name, f", ran at older code: {drift.describe()} (--stale "
-                            "reruns it)" if older else " (--force reruns it)")
+                            "reruns it)" if older(drift) else " (--force reruns it)")
                 done[name] = "kept"
                 continue
         logger.info("%s: running %s", name, config.describe())

@@ -17,8 +17,10 @@ from typing import Any
 import yaml
 
 from eric.config import flatten, set_dotted
+from studies.spec import StudySpec, all_studies
 
 MISSING = object()
+LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: a study's dvc.lock has thousands of lines
 
 
 @dataclass(frozen=True)
@@ -65,13 +67,17 @@ def intended_params(params: dict, overrides: dict[str, Any]) -> dict:
     return out
 
 
+def _load(path: Path) -> Any:
+    return yaml.load(path.read_text(), Loader=LOADER)
+
+
 def _inputs(stages: dict) -> dict[str, str]:
     """{path: md5} of every dependency that holds nothing a stage of the run wrote (a folder
     such as metrics/train/ holds the training stages' outputs)."""
-    written = [Path(o["path"]) for s in stages.values() for o in s.get("outs", [])]
+    written = {Path(o["path"]) for s in stages.values() for o in s.get("outs", [])}
+    holders = {parent for w in written for parent in w.parents}
     return {d["path"]: d.get("md5", "") for s in stages.values() for d in s.get("deps", [])
-            if not any(w == Path(d["path"]) or Path(d["path"]) in w.parents or w in Path(d["path"]).parents
-                       for w in written)}
+            if (path := Path(d["path"])) not in written and path not in holders and written.isdisjoint(path.parents)}
 
 
 def _changed_settings(recorded: dict[str, Any], params: dict) -> list[str]:
@@ -104,30 +110,37 @@ def configuration_drift(folder: Path, overrides: dict[str, Any], root: Path) -> 
     lock = folder / "dvc.lock"
     if not lock.is_file():
         return None
-    params = intended_params(yaml.safe_load((root / "params.yaml").read_text()) or {}, overrides)
+    params = intended_params(_load(root / "params.yaml") or {}, overrides)
     current = root / "dvc.lock"
-    current_lock = yaml.safe_load(current.read_text()) if current.is_file() else None
-    return drift(yaml.safe_load(lock.read_text()) or {}, params, root, current_lock)
+    return drift(_load(lock) or {}, params, root, _load(current) if current.is_file() else None)
+
+
+def study_drift(spec: StudySpec, configuration: str, root: Path) -> Drift | None:
+    """What changed in code and settings since a study's kept configuration ran."""
+    return configuration_drift(spec.outputs / configuration, spec.configurations[configuration].overrides(), root)
+
+
+def older(found: Drift | None) -> bool:
+    """Kept with a dvc.lock, and something it read has changed since."""
+    return found is not None and not found.current
 
 
 def main(root: Path | None = None) -> int:
     """`python -m studies.currency`: every kept configuration, at this code or what changed;
     exit 1 when one ran at older code."""
-    from studies.spec import all_studies
-
     root = root or Path(__file__).resolve().parents[1]
-    older = 0
+    late = 0
     for spec in all_studies(root):
         if spec.runner:
             print(f"studies/{spec.name}: its own runner ({spec.runner}) keeps no dvc.lock: no verdict")
         for name in (n for n in spec.configurations if spec.is_done(n)):
-            found = spec.drift(name, root)
+            found = study_drift(spec, name, root)
             verdict = "no dvc.lock kept" if found is None else "at this code" if found.current else found.describe()
-            older += found is not None and not found.current
+            late += older(found)
             print(f"studies/{spec.name} {name}: {verdict}")
-    if older:
-        print(f"{older} kept configuration(s) ran at older code: python flows/study.py studies/<name> --stale")
-    return 1 if older else 0
+    if late:
+        print(f"{late} kept configuration(s) ran at older code: python flows/study.py studies/<name> --stale")
+    return 1 if late else 0
 
 
 if __name__ == "__main__":

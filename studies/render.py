@@ -31,6 +31,7 @@ from eric.evaluate.scoring import METRIC_NAMES
 from eric.evaluate.intervals import seed_interval
 from eric.evaluate.world_metrics import WORLD_HEADER, world_rows
 from studies.anonymization.render import table as anonymization_table
+from studies.currency import older, study_drift
 from studies.spec import StudySpec, all_studies, load_study
 
 BLOCK = re.compile(r"(<!-- BEGIN generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- END generated: (?P=name) -->)", re.S)
@@ -123,8 +124,8 @@ def _provenance(spec: StudySpec, name: str, run: dict) -> str:
 
 def _older_code(spec: StudySpec, name: str) -> list[str]:
     """A warning paragraph when the kept run's inputs differ from the current code and params."""
-    drift = spec.drift(name, PROJECT_ROOT)
-    if drift is None or drift.current:
+    drift = study_drift(spec, name, PROJECT_ROOT)
+    if not older(drift):
         return []
     return [f"> **Ran at older code.** {drift.describe()}. Rerun: {_rerun(spec, name, '--stale')}.", ""]
 
@@ -163,9 +164,9 @@ def seeds_table(spec: StudySpec, first: str = "eric", second: str = "bart", metr
                      ", ".join(f"{d:+.2f}" for d in differences)])
     header = ["metric", f"{a}: mean [95% interval]", f"{b}: mean [95% interval]", f"{a} - {b}: mean [95% interval]",
               f"{a} - {b} per seed"]
-    older = [n for n in kept if (d := spec.drift(n, PROJECT_ROOT)) is not None and not d.current]
-    note = (f"\n_Ran at older code: {', '.join(older)} ({spec.folder.relative_to(PROJECT_ROOT)}/results.md says "
-            "what changed since)._\n") if older else ""
+    late = [n for n in kept if older(study_drift(spec, n, PROJECT_ROOT))]
+    note = (f"\n_Ran at older code: {', '.join(late)} ({spec.folder.relative_to(PROJECT_ROOT)}/results.md says "
+            "what changed since)._\n") if late else ""
     return (f"\n**Across seeds** ({len(runs)} seeds: {', '.join(kept)}):"
             "\n\n" + markdown_table(header, rows) + "\n" + note)
 
@@ -182,7 +183,7 @@ def studies_index() -> str:
     rows = []
     for spec in all_studies(PROJECT_ROOT):
         done = [n for n in spec.configurations if spec.is_done(n)]
-        current = sum(1 for n in done if (d := spec.drift(n, PROJECT_ROOT)) is not None and d.current)
+        current = sum(1 for n in done if (d := study_drift(spec, n, PROJECT_ROOT)) is not None and d.current)
         files = sum(1 for p in spec.outputs.rglob("*") if p.is_file()) if spec.outputs.is_dir() else 0
         state = (f"{len(done)}/{len(spec.configurations)} configurations kept, {current} at this code"
                  if spec.configurations else f"{files} files (its own runner, `{spec.runner}`)")

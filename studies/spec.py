@@ -24,8 +24,6 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from studies.currency import Drift, configuration_drift
-
 RUN_FILE = "run.json"
 
 
@@ -70,10 +68,6 @@ class StudySpec(BaseModel):
     def run(self, configuration: str) -> dict | None:
         path = self.outputs / configuration / RUN_FILE
         return json.loads(path.read_text()) if path.is_file() else None
-
-    def drift(self, configuration: str, root: Path) -> Drift | None:
-        """What changed in code and settings since a kept configuration ran (None: no dvc.lock kept)."""
-        return configuration_drift(self.outputs / configuration, self.configurations[configuration].overrides(), root)
 
     def variants(self, configuration: str) -> list[str]:
         """The variants a kept configuration ran (its params.yaml), in their order."""

@@ -9,7 +9,7 @@ import json
 import yaml
 
 from studies import render
-from studies.currency import configuration_drift, drift, main
+from studies.currency import configuration_drift, drift, main, study_drift
 from studies.spec import load_study
 
 
@@ -98,7 +98,7 @@ def test_a_study_page_heads_a_run_at_older_code_with_what_changed(tmp_path, monk
     root = _project(tmp_path)
     monkeypatch.setattr(render, "PROJECT_ROOT", root)
     spec = _study(root, _lock(_md5("X = 1\n")))
-    assert spec.drift("one", root).current
+    assert study_drift(spec, "one", root).current
     assert "older code" not in render.study_tables(spec) and "| ERIC | 12.50 |" in render.study_tables(spec)
     (root / "eric" / "model.py").write_text("X = 2\n")
     page = render.study_tables(spec)
