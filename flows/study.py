@@ -13,9 +13,7 @@ or settings changed since, as its kept dvc.lock tells (studies/currency.py); `--
 reruns it regardless; stages
 DVC already ran with the same code and params come from its run cache). Then the study's
 `results.md` and the docs' generated blocks are rendered (studies/render.py).
-
-A study with a runner of its own (`runner: run.py` in study.yaml, e.g. studies that
-train single arms) runs that script, inside this flow.
+A study's `grids` (arms x seeds) are configurations like any other (studies/spec.py).
 """
 
 from __future__ import annotations
@@ -23,7 +21,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -40,18 +37,6 @@ from prefect.cache_policies import NO_CACHE  # noqa: E402
 sys.path.insert(0, str(PROJECT_ROOT))
 from studies.currency import older, study_drift  # noqa: E402
 from studies.spec import RUN_FILE, StudySpec, load_study  # noqa: E402
-
-
-@task(cache_policy=NO_CACHE)
-def run_own_runner(spec: StudySpec) -> None:
-    """A study that runs its arms itself (`runner: script.py [args]`, resumable by itself)."""
-    logger = get_run_logger()
-    script, *args = shlex.split(spec.runner)
-    command = [sys.executable, str(spec.folder / script), *args]
-    logger.info("$ %s", " ".join(command))
-    done = subprocess.run(command, cwd=PROJECT_ROOT, check=False)
-    if done.returncode != 0:
-        raise PipelineError(f"{spec.runner} exited with {done.returncode}")
 
 
 def _record(spec: StudySpec, name: str, result: dict[str, Any]) -> None:
@@ -77,8 +62,6 @@ def study(study: str, only: list[str] | None = None, force: bool = False, stale:
     logger = get_run_logger()
     spec = load_study(PROJECT_ROOT / study)
     done: dict[str, str] = {}
-    if spec.runner:
-        run_own_runner(spec)
     for name, config in spec.configurations.items():
         if only and name not in only:
             continue
@@ -100,17 +83,17 @@ def study(study: str, only: list[str] | None = None, force: bool = False, stale:
         )
         _record(spec, name, result)
         done[name] = "ran"
-    render_pages(study if spec.runner else None)
+    render_pages()
     return done
 
 
 @task(cache_policy=NO_CACHE)
-def render_pages(figures_of: str | None = None) -> str:
+def render_pages() -> str:
     """`python -m studies.render` in a process of its own, after runs of hours: the pages come
     from the code and params.yaml the workspace has now, not from what this flow imported at
     its start. A failure is one logged line: the kept outputs are in place either way."""
     logger = get_run_logger()
-    command = [sys.executable, "-m", "studies.render", *(["--draw", figures_of] if figures_of else [])]
+    command = [sys.executable, "-m", "studies.render"]
     done = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True, check=False)
     if done.returncode:
         last = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]

@@ -116,8 +116,11 @@ def configuration_drift(folder: Path, overrides: dict[str, Any], root: Path) -> 
 
 
 def study_drift(spec: StudySpec, configuration: str, root: Path) -> Drift | None:
-    """What changed in code and settings since a study's kept configuration ran."""
-    return configuration_drift(spec.outputs / configuration, spec.configurations[configuration].overrides(), root)
+    """What changed in code and settings since a study's kept configuration ran (its profile,
+    flows/profiles/<name>.yaml, applied before its own overrides, as the pipeline flow does)."""
+    config = spec.configurations[configuration]
+    profile = _load(root / "flows" / "profiles" / f"{config.profile}.yaml") if config.profile else {}
+    return configuration_drift(spec.outputs / configuration, {**(profile or {}), **config.overrides()}, root)
 
 
 def older(found: Drift | None) -> bool:
@@ -125,19 +128,38 @@ def older(found: Drift | None) -> bool:
     return found is not None and not found.current
 
 
+def retired_note(spec: StudySpec) -> str | None:
+    """What a study keeps from a retired runner (no dvc.lock: no provenance check), or None."""
+    if spec.retired is None or not (spec.folder / "retired").is_dir():
+        return None
+    return (f"outputs kept from the retired runner {spec.retired.runner} (last at {spec.retired.commit}) in "
+            f"studies/{spec.name}/retired/: no dvc.lock, not checked; the study's next run replaces them")
+
+
+def verdicts(spec: StudySpec, root: Path) -> list[tuple[str, Drift | None]]:
+    """(line, drift) for each kept configuration of a study, and one line for what it lacks."""
+    lines = []
+    for name in (n for n in spec.configurations if spec.is_done(n)):
+        found = study_drift(spec, name, root)
+        verdict = "no dvc.lock kept" if found is None else "at this code" if found.current else found.describe()
+        lines.append((f"studies/{spec.name} {name}: {verdict}", found))
+    missing = sum(not spec.is_done(n) for n in spec.configurations)
+    if missing:
+        lines.append((f"studies/{spec.name}: {missing} of {len(spec.configurations)} configurations not run", None))
+    if (note := retired_note(spec)) is not None:
+        lines.append((f"studies/{spec.name}: {note}", None))
+    return lines
+
+
 def main(root: Path | None = None) -> int:
-    """`python -m studies.currency`: every kept configuration, at this code or what changed;
-    exit 1 when one ran at older code."""
+    """`python -m studies.currency`: every study's verdict, each kept configuration at this
+    code or what changed; exit 1 when one ran at older code."""
     root = root or Path(__file__).resolve().parents[1]
     late = 0
     for spec in all_studies(root):
-        if spec.runner:
-            print(f"studies/{spec.name}: its own runner ({spec.runner}) keeps no dvc.lock: no verdict")
-        for name in (n for n in spec.configurations if spec.is_done(n)):
-            found = study_drift(spec, name, root)
-            verdict = "no dvc.lock kept" if found is None else "at this code" if found.current else found.describe()
+        for line, found in verdicts(spec, root):
             late += older(found)
-            print(f"studies/{spec.name} {name}: {verdict}")
+            print(line)
     if late:
         print(f"{late} kept configuration(s) ran at older code: python flows/study.py studies/<name> --stale")
     return 1 if late else 0

@@ -2,7 +2,6 @@
 
     python -m studies.render            # rewrite what changed
     python -m studies.render --check    # exit 1 when a generated block or page is stale
-    python -m studies.render --draw studies/<name>   # a runner study's figures, then the pages
 
 A generated block in README.md or docs/*.md sits between
 
@@ -10,9 +9,11 @@ A generated block in README.md or docs/*.md sits between
     <!-- END generated: NAME -->
 
 and is rewritten from the function BLOCKS[NAME] (its source: the default pipeline's
-committed metrics, a study's outputs, the benchmarks' JSON). Whole generated pages: each
-study's results.md and docs/state-predictor.md. tests/test_generated_docs.py fails when
-any of them differs from what the committed outputs produce.
+committed metrics, a study's outputs, the benchmarks' JSON; studies/retired.py: what retired
+runner scripts kept). Whole generated pages: each study's results.md; prose lives in the
+Markdown files. tests/test_generated_docs.py fails when any of them differs from what the
+committed outputs produce (the pipeline's own outputs read as git's HEAD has them, so a
+user's `dvc repro` does not turn it red).
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from eric.config import PROJECT_ROOT, load_params
+import yaml
+
+from eric.config import PROJECT_ROOT, Params
 from eric.evaluate.report import ReportInputs, analysis_rows, display_name, table_rows, training_rows
 from eric.evaluate.report import ANALYSIS_COLUMNS, TRAINING_COLUMNS
 from eric.evaluate.report import _markdown_table as markdown_table
@@ -31,7 +34,8 @@ from eric.evaluate.scoring import METRIC_NAMES
 from eric.evaluate.intervals import seed_interval
 from eric.evaluate.world_metrics import WORLD_HEADER, world_rows
 from studies.anonymization.render import table as anonymization_table
-from studies.currency import older, study_drift
+from studies.currency import older, retired_note, study_drift
+from studies.retired import BLOCKS as RETIRED_BLOCKS
 from studies.spec import StudySpec, all_studies, load_study
 
 BLOCK = re.compile(r"(<!-- BEGIN generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- END generated: (?P=name) -->)", re.S)
@@ -41,16 +45,32 @@ MISSING = "–"
 
 # --- the default pipeline (committed dvc.lock + metrics/) ---------------------------------
 
-def pipeline_inputs(params, root: Path = PROJECT_ROOT) -> ReportInputs:
+def pipeline_text(rel: str) -> str | None:
+    """What `dvc repro` reads and writes (params.yaml, metrics/, data/processed/stats.json), as
+    the workspace has it; the docs test points this at git's HEAD (the committed run)."""
+    path = PROJECT_ROOT / rel
+    return path.read_text() if path.is_file() else None
+
+
+def pipeline_json(rel: str) -> dict | None:
+    text = pipeline_text(rel)
+    return None if text is None else json.loads(text)
+
+
+def pipeline_params():
+    return Params.model_validate(yaml.safe_load(pipeline_text("params.yaml")) or {})
+
+
+def pipeline_inputs(params) -> ReportInputs:
     """The committed metrics of `dvc repro` on params.yaml, as the report reads them."""
-    evaluate = {v: _json(root / "metrics" / "evaluate" / f"{v}.json") for v in params.variants}
-    train = {v: _json(root / "metrics" / "train" / f"{v}.json") for v in params.variants}
+    evaluate = {v: pipeline_json(f"metrics/evaluate/{v}.json") for v in params.variants}
+    train = {v: pipeline_json(f"metrics/train/{v}.json") for v in params.variants}
     return ReportInputs({v: m for v, m in evaluate.items() if m is not None},
                         training={v: t for v, t in train.items() if t is not None})
 
 
 def headline() -> str:
-    params = load_params(PROJECT_ROOT / "params.yaml")
+    params = pipeline_params()
     inputs = pipeline_inputs(params)
     if not inputs.metrics:
         return "_No committed run of the pipeline: `dvc repro` writes `metrics/`._\n"
@@ -71,7 +91,7 @@ def _pipeline_about(params, inputs: ReportInputs) -> str:
 
 
 def corpus_stats() -> str:
-    stats = _json(PROJECT_ROOT / "data" / "processed" / "stats.json")
+    stats = pipeline_json("data/processed/stats.json")
     if not stats:
         return "_No committed `data/processed/stats.json`: `dvc repro preprocess` writes it._\n"
     splits = [s for s in ("train", "val", "test") if isinstance(stats.get(s), dict)]
@@ -97,11 +117,10 @@ def study_inputs(spec: StudySpec, configuration: str) -> ReportInputs:
 
 def study_tables(spec: StudySpec) -> str:
     """Every configuration of a study: Table 2, the analyses, the training budget."""
-    parts = []
+    parts, missing = [], [name for name in spec.configurations if not spec.is_done(name)]
     for name in spec.configurations:
         run = spec.run(name)
         if run is None:
-            parts.append(f"**{name}**: not run at this commit ({_rerun(spec, name)}).\n")
             continue
         inputs = study_inputs(spec, name)
         parts += [f"**{name}** ({_provenance(spec, name, run)})", "", *_older_code(spec, name),
@@ -111,8 +130,12 @@ def study_tables(spec: StudySpec) -> str:
         world = world_rows(inputs.metrics, display_name)
         if world:
             parts += [markdown_table(WORLD_HEADER, world), ""]
-    if spec.status and not any(spec.is_done(n) for n in spec.configurations):
-        parts.append(f"_{spec.status.strip()}_\n")
+    if missing:
+        folder = spec.folder.relative_to(PROJECT_ROOT)
+        parts.append(f"**Not run at this commit** ({len(missing)} of {len(spec.configurations)}): "
+                     f"{', '.join(f'`{n}`' for n in missing)}; `python flows/study.py {folder}` runs them.\n")
+    if (note := retired_note(spec)) is not None:
+        parts.append(f"_Also kept: {note} (tables from them: the docs page named above)._\n")
     return "\n".join(parts)
 
 
@@ -184,9 +207,9 @@ def studies_index() -> str:
     for spec in all_studies(PROJECT_ROOT):
         done = [n for n in spec.configurations if spec.is_done(n)]
         current = sum(1 for n in done if (d := study_drift(spec, n, PROJECT_ROOT)) is not None and d.current)
-        files = sum(1 for p in spec.outputs.rglob("*") if p.is_file()) if spec.outputs.is_dir() else 0
-        state = (f"{len(done)}/{len(spec.configurations)} configurations kept, {current} at this code"
-                 if spec.configurations else f"{files} files (its own runner, `{spec.runner}`)")
+        state = f"{len(done)}/{len(spec.configurations)} configurations kept, {current} at this code"
+        if retired_note(spec):
+            state += f"; outputs of the retired runner `{spec.retired.runner}` in `retired/`"
         rows.append([f"`studies/{spec.name}`", spec.title, state, f"`python flows/study.py studies/{spec.name}`"])
     return text_table(["study", "what", "outputs", "rerun"], rows)
 
@@ -195,14 +218,9 @@ def _study_block(name: str) -> Callable[[], str]:
     return lambda: study_tables(load_study(PROJECT_ROOT / "studies" / name))
 
 
-def _runner_block(name: str) -> str:
-    """A runner study's own summary (its render.py `summary()`)."""
-    return _own_renderer(load_study(PROJECT_ROOT / "studies" / name)).summary()
-
-
 # --- benchmarks (studies/benchmarks/outputs/*.json, written by the scripts) ----------------
 
-BENCH_OUTPUTS = PROJECT_ROOT / "studies" / "benchmarks" / "outputs"
+BENCH_OUTPUTS = PROJECT_ROOT / "benchmarks" / "outputs"
 
 
 def benchmarks() -> str:
@@ -373,7 +391,6 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "studies": studies_index,
     "ablations": _study_block("ablations"),
     "baselines": _study_block("baselines"),
-    "entityworld": lambda: _runner_block("entityworld"),
     "world-sample": world_sample,
     "benchmarks": benchmarks,
     "gpu-check": gpu_check,
@@ -383,6 +400,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "anonymization": anonymization_table,
     "seeds-headline": lambda: seeds_table(load_study(PROJECT_ROOT / "studies" / "seeds"),
                                           metrics=("B-1", "MSJ-2", "MAUVE")).lstrip("\n"),
+    **RETIRED_BLOCKS,
 }
 
 
@@ -410,32 +428,8 @@ def expected_files() -> dict[Path, str]:
             if BLOCK.search(text):
                 out[path] = render_text(text, str(path.relative_to(PROJECT_ROOT)), rendered)
     for spec in all_studies(PROJECT_ROOT):
-        if spec.runner:
-            out.update(_own_pages(spec))
-        else:
-            out[spec.folder / "results.md"] = study_page(spec)
+        out[spec.folder / "results.md"] = study_page(spec)
     return out
-
-
-def _own_renderer(spec: StudySpec):
-    """A runner study's studies/<name>/render.py (`pages()`, `draw()`), or None."""
-    if not (spec.folder / "render.py").is_file():
-        return None
-    import importlib
-
-    return importlib.import_module(f"studies.{spec.name}.render")
-
-
-def _own_pages(spec: StudySpec) -> dict[Path, str]:
-    module = _own_renderer(spec)
-    return {Path(p): text for p, text in module.pages().items()} if module else {}
-
-
-def draw_figures(spec: StudySpec) -> None:
-    """A runner study's figures (its render.py `draw()`, when it has one), after a run."""
-    module = _own_renderer(spec)
-    if module is not None and hasattr(module, "draw"):
-        module.draw()
 
 
 def _differing() -> dict[Path, str]:
@@ -473,9 +467,6 @@ def _num(value) -> str:
 
 
 def main(argv: list[str]) -> int:
-    if argv[:1] == ["--draw"] and len(argv) == 2:  # a runner study's figures first (flows/study.py)
-        draw_figures(load_study(PROJECT_ROOT / argv[1]))
-        argv = []
     if argv == ["--check"]:
         late = stale()
         for path in late:

@@ -7,9 +7,17 @@
         variants: [eric, bart] # the variants it trains (params.yaml's catalogue)
         profile: null          # flows/profiles/<name>.yaml, applied first
         set: {}                # dotted params.yaml overrides
-    runner: run.py             # optional: a study that runs its arms itself
+    grids:                     # optional: configurations <grid>-<arm>-seed<k>, arm x seed
+      world:
+        profile: world
+        set: {}                # every arm's overrides
+        seeds: [1, 2, 3]
+        arms:
+          eric: {variants: [eric], set: {}, seeds: null}   # seeds: this arm's own, else the grid's
     across_seeds: false        # optional: configurations that differ only in their seed, summarised
-    status: "..."              # optional: why its outputs are not (yet) from this code
+    retired:                   # optional: outputs a retired runner kept in retired/, until reruns replace them
+      runner: studies/<name>/run.py
+      commit: abcdef1          # the last commit that had it
 
 Outputs: studies/<name>/outputs/<configuration>/ (metrics/, reports/results.md,
 dvc.lock, params.yaml, run.json), committed with the code that made them.
@@ -44,15 +52,50 @@ class Configuration(BaseModel):
         return "; ".join(parts)
 
 
+class Arm(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    variants: list[str]
+    set: dict[str, Any] = Field(default_factory=dict)
+    seeds: list[int] | None = None
+
+
+class Grid(BaseModel):
+    """Arms x seeds on one corpus and budget: every arm once per seed, paired by seed."""
+
+    model_config = ConfigDict(extra="forbid")
+    profile: str | None = None
+    set: dict[str, Any] = Field(default_factory=dict)
+    seeds: list[int]
+    arms: dict[str, Arm]
+
+    def configurations(self, grid: str) -> dict[str, Configuration]:
+        return {f"{grid}-{name}-seed{seed}": Configuration(variants=arm.variants, profile=self.profile,
+                                                           set={**self.set, **arm.set, "seed": seed})
+                for name, arm in self.arms.items() for seed in (arm.seeds or self.seeds)}
+
+
+class Retired(BaseModel):
+    """Outputs a retired runner script kept (studies/<name>/retired/): no dvc.lock, so no
+    provenance check; shown as such until the study's own configurations replace them."""
+
+    model_config = ConfigDict(extra="forbid")
+    runner: str
+    commit: str
+
+
 class StudySpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     title: str
     about: str = ""
     configurations: dict[str, Configuration] = Field(default_factory=dict)
-    runner: str | None = None
+    grids: dict[str, Grid] = Field(default_factory=dict)
     across_seeds: bool = False  # its configurations differ only in the seed: means and intervals over them
-    status: str | None = None
+    retired: Retired | None = None
     folder: Path = Path()
+
+    def model_post_init(self, _context: Any) -> None:
+        for grid, spec in self.grids.items():
+            self.configurations.update(spec.configurations(grid))
 
     @property
     def name(self) -> str:

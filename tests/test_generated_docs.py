@@ -15,9 +15,29 @@ from studies import render
 from studies.spec import RUN_FILE, load_study
 
 
-def test_every_generated_block_and_page_matches_the_committed_outputs():
+def _at_head(rel: str) -> str | None:
+    """A file as git's HEAD has it (the committed run), None when HEAD has no such file."""
+    done = subprocess.run(["git", "show", f"HEAD:{rel}"], cwd=PROJECT_ROOT, capture_output=True, text=True, check=False)
+    return done.stdout if done.returncode == 0 else None
+
+
+@pytest.fixture
+def committed_run(monkeypatch):
+    """The pipeline's own outputs (and params.yaml) read as committed: a user's `dvc repro`
+    rewrites metrics/ in the workspace, and the pages still show the committed run."""
+    monkeypatch.setattr(render, "pipeline_text", _at_head)
+
+
+def test_every_generated_block_and_page_matches_the_committed_outputs(committed_run):
     late = [str(p.relative_to(PROJECT_ROOT)) for p in render.stale()]
     assert late == [], f"stale (run `python -m studies.render` and commit): {late}"
+
+
+def test_the_headline_reads_the_committed_run_not_the_workspace(committed_run, monkeypatch, tmp_path):
+    readme = (PROJECT_ROOT / "README.md").read_text()
+    block = render.BLOCK.search(readme[readme.index("<!-- BEGIN generated: headline"):])
+    monkeypatch.setattr(render, "PROJECT_ROOT", tmp_path)  # no workspace outputs at all
+    assert render.headline() == block["body"]
 
 
 def test_the_docs_site_builds_strictly(tmp_path):
@@ -89,7 +109,7 @@ def test_a_study_page_shows_kept_runs_and_says_which_are_not_run(tmp_path, monke
     assert page.startswith("# Demo\n\nTwo runs.")
     assert "| ERIC | 21.46 |" in page and "| 250 |" in page
     assert "`studies/demo/outputs/done`, commit abcdef1, 2026-11-26" in page
-    assert "**missing**: not run at this commit (`python flows/study.py studies/demo --only missing`)" in page
+    assert "**Not run at this commit** (1 of 2): `missing`; `python flows/study.py studies/demo` runs them." in page
 
 
 def test_a_seeds_study_gives_means_intervals_and_the_paired_difference_per_seed(tmp_path, monkeypatch):
@@ -112,11 +132,30 @@ def test_a_seeds_study_gives_means_intervals_and_the_paired_difference_per_seed(
     assert "needs two kept configurations" in render.study_page(load_study(folder))
 
 
-def test_a_runner_studys_figures_are_redrawn_from_its_outputs(tmp_path, monkeypatch):
-    from studies.state_predictor import render as own
+def test_a_grid_declares_arm_by_seed_configurations_with_its_settings(tmp_path):
+    folder = _study(tmp_path, "title: Grid\ngrids:\n  world:\n    profile: world\n"
+                              "    set: {train.max_steps: 9}\n    seeds: [1, 2]\n    arms:\n"
+                              "      eric: {variants: [eric], set: {model.state_space.recipe: paper}}\n"
+                              "      bart: {variants: [bart], seeds: [7]}\n")
+    spec = load_study(folder)
+    assert list(spec.configurations) == ["world-eric-seed1", "world-eric-seed2", "world-bart-seed7"]
+    second = spec.configurations["world-eric-seed2"]
+    assert second.profile == "world"
+    assert second.overrides() == {"train.max_steps": 9, "model.state_space.recipe": "paper", "seed": 2,
+                                  "variants": ["eric"]}
 
-    monkeypatch.setattr(own, "IMAGES", tmp_path)
-    render.draw_figures(load_study(PROJECT_ROOT / "studies" / "state_predictor"))
-    drawn = sorted(p.name for p in tmp_path.glob("*.png"))
-    assert drawn == ["state-predictor-wikiplots.png", "state-predictor-world.png"]
-    assert all((tmp_path / n).stat().st_size > 10_000 for n in drawn)
+
+def test_retired_runner_outputs_are_named_on_the_page_and_by_the_currency_check(tmp_path, monkeypatch, capsys):
+    from studies import currency
+
+    monkeypatch.setattr(render, "PROJECT_ROOT", tmp_path)
+    folder = _study(tmp_path, "title: Old\nconfigurations: {a: {variants: [eric]}}\n"
+                              "retired: {runner: studies/demo/run.py, commit: abc1234}\n")
+    (folder / "retired").mkdir()
+    (tmp_path / "params.yaml").write_text("seed: 42\n")
+    page = render.study_page(load_study(folder))
+    assert "retired runner studies/demo/run.py (last at abc1234)" in page
+    assert currency.main(tmp_path) == 0
+    out = capsys.readouterr().out
+    assert "studies/demo: 1 of 1 configurations not run" in out
+    assert "studies/demo: outputs kept from the retired runner studies/demo/run.py (last at abc1234)" in out

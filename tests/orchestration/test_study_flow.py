@@ -12,7 +12,6 @@ import yaml
 import study as study_flow
 from prefect.logging import disable_run_logger
 
-from studies import render
 
 
 @pytest.fixture
@@ -32,7 +31,7 @@ def demo(tmp_path, monkeypatch):
                 "dvc_experiment": "exp-1", "mlflow": {"run_id": f"run-{len(calls)}"}}
 
     monkeypatch.setattr(study_flow, "pipeline", fake_pipeline)
-    monkeypatch.setattr(study_flow, "render_pages", lambda figures_of=None: "")
+    monkeypatch.setattr(study_flow, "render_pages", lambda: "")
     return folder, calls
 
 
@@ -67,25 +66,37 @@ def test_stale_reruns_only_a_kept_configuration_whose_code_changed_since(demo):
 
 
 def test_pages_are_rendered_by_a_process_of_their_own_and_a_failure_loses_nothing(monkeypatch):
-    seen = []
+    seen, results = [], iter([(0, "wrote README.md\nwrote docs/results.md\n", ""),
+                              (1, "", "Traceback ...\nValueError: params.yaml: bad key\n")])
 
     def fake_run(command, cwd, **kwargs):
         seen.append((command, cwd))
-        if "--draw" in command:
-            return subprocess.CompletedProcess(command, 1, "", "Traceback ...\nValueError: params.yaml: bad key\n")
-        return subprocess.CompletedProcess(command, 0, "wrote README.md\nwrote docs/results.md\n", "")
+        return subprocess.CompletedProcess(command, *next(results))
 
     monkeypatch.setattr(study_flow.subprocess, "run", fake_run)
     with disable_run_logger():
         assert study_flow.render_pages.fn() == "wrote README.md\nwrote docs/results.md\n"
-        assert study_flow.render_pages.fn("studies/entityworld") == "failed: ValueError: params.yaml: bad key"
+        assert study_flow.render_pages.fn() == "failed: ValueError: params.yaml: bad key"
     assert seen[0] == ([study_flow.sys.executable, "-m", "studies.render"], study_flow.PROJECT_ROOT)
-    assert seen[1][0][-2:] == ["--draw", "studies/entityworld"]
 
 
-def test_render_draws_a_runner_study_s_figures_before_the_pages(monkeypatch):
-    order = []
-    monkeypatch.setattr(render, "draw_figures", lambda spec: order.append(("draw", spec.name)))
-    monkeypatch.setattr(render, "render_all", lambda: order.append(("pages",)) or [])
-    assert render.main(["--draw", "studies/state_predictor"]) == 0
-    assert order == [("draw", "state_predictor"), ("pages",)]
+def test_a_grid_study_runs_each_arm_and_seed_as_a_configuration(tmp_path, monkeypatch):
+    folder = tmp_path / "studies" / "grid"
+    folder.mkdir(parents=True)
+    (folder / "study.yaml").write_text("title: Grid\ngrids:\n  w:\n    profile: world\n    set: {train.max_steps: 3}\n"
+                                       "    seeds: [1, 2]\n    arms: {eric: {variants: [eric]}}\n")
+    calls = []
+
+    def fake_pipeline(**kwargs):
+        calls.append(kwargs)
+        return {"git": {"commit": "0123456789ab", "dirty": False}, "command": "dvc exp run", "overrides": {},
+                "mlflow": {"run_id": "r"}}
+
+    monkeypatch.setattr(study_flow, "pipeline", fake_pipeline)
+    monkeypatch.setattr(study_flow, "render_pages", lambda: "")
+    (folder / "outputs" / "w-eric-seed1").mkdir(parents=True)
+    (folder / "outputs" / "w-eric-seed2").mkdir(parents=True)
+    with disable_run_logger():
+        assert study_flow.study.fn(str(folder)) == {"w-eric-seed1": "ran", "w-eric-seed2": "ran"}
+    assert [(c["profile"], c["overrides"], c["variants"]) for c in calls] == [
+        ("world", {"train.max_steps": 3, "seed": 1}, ["eric"]), ("world", {"train.max_steps": 3, "seed": 2}, ["eric"])]

@@ -1,0 +1,267 @@
+"""Generated blocks from outputs that retired runner scripts kept (studies/<name>/retired/).
+
+The EntityWorld and state-predictor studies ran through scripts of their own before they
+became study.yaml configurations; their outputs stay, read here in their own layout, until
+`python flows/study.py studies/<name>` replaces them. No number on their pages is typed.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+from collections.abc import Callable
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from eric.config import PROJECT_ROOT
+from eric.evaluate.intervals import Interval, ratio_interval, seed_interval
+from eric.evaluate.report import _markdown_table as markdown_table
+
+WORLD = PROJECT_ROOT / "studies" / "entityworld" / "retired"
+PREDICTOR = PROJECT_ROOT / "studies" / "state_predictor" / "retired"
+ARMS = {"eric": "ERIC", "eric_paper": "ERIC (paper recipe)", "eric_no_state_attention": "ERIC w/o StateAttn",
+        "eric_no_state": "ERIC w/o s_n", "bart": "BART", "simctg": "SimCTG"}
+MAX_UNITS = 15  # the checker read the first 15 units (evaluate.max_units)
+NONE = "–"
+
+
+# --- reading ---------------------------------------------------------------------------------
+def _csv(path: Path) -> list[dict]:
+    with path.open() as handle:
+        return list(csv.DictReader(handle))
+
+
+def _json(path: Path) -> dict | None:
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def runs(arm: str) -> dict[int, Path]:
+    """seed -> folder of an EntityWorld arm's measured seeds."""
+    folders = sorted((WORLD / arm).glob("seed-*"), key=lambda f: int(f.name.split("-")[1]))
+    return {int(f.name.split("-")[1]): f for f in folders if (f / "final.json").is_file()}
+
+
+def arms() -> list[str]:
+    return [arm for arm in ARMS if runs(arm)]
+
+
+def counts(arm: str, field: str, texts: str = "stories.csv") -> np.ndarray:
+    """stories x seeds of one per-story checker count ("ones" counts stories)."""
+    return np.array([[1.0 if field == "ones" else float(r[field]) for r in _csv(f / texts)]
+                     for f in runs(arm).values() if (f / texts).is_file()]).T
+
+
+@lru_cache(maxsize=None)
+def grounded(arm: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per seed (rows) and story: parsed units, grounded units (every character, place and item
+    in the scene, so the state rules were applied) and their state violations, rechecked from
+    the kept samples (`samples.jsonl.gz`) with today's checker."""
+    from eric.world.checker import check_story
+    from eric.world.metrics import text_units
+    from eric.world.world import STATE_RULES, UNKNOWN_CHARACTER, UNKNOWN_ITEM, UNKNOWN_PLACE
+
+    out = []
+    for folder in runs(arm).values():
+        with gzip.open(folder / "samples.jsonl.gz", "rt") as handle:
+            checks = [check_story(r["input"], text_units(r["stage_one"], MAX_UNITS)) for r in map(json.loads, handle)]
+        parsed = [[u for u in c.units if u.event is not None] for c in checks]
+        ok = [[u for u in us if not {UNKNOWN_CHARACTER, UNKNOWN_PLACE, UNKNOWN_ITEM} & set(u.violations)] for us in parsed]
+        out.append([[len(p), len(g), sum(v in STATE_RULES for u in g for v in u.violations)] for p, g in zip(parsed, ok)])
+    table = np.array(out, dtype=float)  # seeds x stories x (parsed, grounded, state violations)
+    return table[..., 0], table[..., 1], table[..., 2]
+
+
+def _mean(values: list[float]) -> float | None:
+    return float(np.mean(values)) if values else None
+
+
+# --- formatting ------------------------------------------------------------------------------
+def fmt(value, digits: int = 3, pct: bool = False) -> str:
+    if value is None:
+        return NONE
+    return f"{100 * value:.1f}" if pct else f"{value:.{digits}f}"
+
+
+def fmt_interval(found: Interval, digits: int = 3, pct: bool = False) -> str:
+    if found.value is None or found.low is None:
+        return fmt(found.value, digits, pct)
+    return f"{fmt(found.value, digits, pct)} [{fmt(found.low, digits, pct)}, {fmt(found.high, digits, pct)}]"
+
+
+def table(header: list[str], rows: list[list[str]]) -> str:
+    return markdown_table(header, rows) + "\n" if rows else "_No retired outputs._\n"
+
+
+# --- EntityWorld -------------------------------------------------------------------------------
+def world_arms() -> str:
+    """Per arm, pooled over seeds (story-bootstrap intervals), and coherence over seeds."""
+    rows = []
+    for arm in arms():
+        rate = lambda field, per="parsed": ratio_interval(counts(arm, field), counts(arm, per))  # noqa: E731
+        finals = [_json(f / "final.json") for f in runs(arm).values()]
+        coherence = [seed_interval([f["coherence"].get(f"{s}/predicted", f["coherence"].get(f"{s}/none"))
+                                    for f in finals]) for s in ("lm", "joint", "event")]
+        random = seed_interval([f["coherence"].get("lm/random") for f in finals])
+        rows.append([ARMS[arm], str(len(finals)), fmt_interval(rate("parsed", "units"), pct=True),
+                     fmt_interval(rate("state_violations")), fmt_interval(rate("grounding")),
+                     *(fmt_interval(c, pct=True) for c in coherence), fmt_interval(random, pct=True)])
+    return table(["arm", "seeds", "parse rate %", "state viol. / parsed", "grounding viol. / parsed",
+                  "coherence lm %", "coherence joint %", "coherence event %", "coherence lm, random states %"], rows)
+
+
+def per_seed(arm: str) -> dict[str, list[float | None]]:
+    parsed, ground, broken = (x.sum(1) for x in grounded(arm))
+    units = counts(arm, "units").sum(0)
+    share = lambda n, d: [float(a / b) if b else None for a, b in zip(n, d)]  # noqa: E731
+    return {"parse": share(parsed, units), "grounded": share(ground, parsed), "rate": share(broken, ground)}
+
+
+def world_seeds() -> str:
+    """Per seed: parse rate, grounded share of parsed units, state violations per grounded unit."""
+    rows = []
+    for arm in arms():
+        found = per_seed(arm)
+        cells = [" / ".join([fmt(p, pct=True), fmt(g, pct=True), fmt(r)]) for p, g, r in zip(*found.values())]
+        rows.append([ARMS[arm], "; ".join(cells), fmt_interval(seed_interval(found["grounded"]), pct=True),
+                     fmt_interval(seed_interval(found["rate"]))])
+    return table(["arm", "per seed: parse % / grounded % / state viol. per grounded unit",
+                  "grounded % (mean [t-interval])", "state viol. / grounded unit (mean [t-interval])"], rows)
+
+
+PAIRS = (("eric", "bart"), ("eric", "eric_no_state"), ("eric_no_state", "bart"), ("eric", "eric_paper"))
+
+
+def world_pairs() -> str:
+    """A - B per seed (paired by seed) of state violations per grounded unit, t-interval over seeds."""
+    rows = []
+    for a, b in PAIRS:
+        seeds = sorted(set(runs(a)) & set(runs(b)))
+        if not seeds:
+            continue
+        rate = {arm: dict(zip(runs(arm), per_seed(arm)["rate"])) for arm in (a, b)}
+        diffs = [rate[a][s] - rate[b][s] for s in seeds if None not in (rate[a][s], rate[b][s])]
+        found = seed_interval(diffs)
+        excludes = found.low is not None and (found.low > 0 or found.high < 0)
+        rows.append([f"{ARMS[a]} − {ARMS[b]}", ", ".join(f"{d:+.3f}" for d in diffs), fmt_interval(found),
+                     "yes" if excludes else "no"])
+    return table(["A − B", "per seed", "mean [95% t-interval over seeds]", "interval excludes 0"], rows)
+
+
+LABELS = ("event", "condition_before", "condition")
+
+
+def world_probes() -> str:
+    """Per arm and state: each label's gain over the majority class, mean over seeds [t-interval]."""
+    rows = []
+    for arm in arms():
+        probes = [_json(f / "probes.json") or {} for f in runs(arm).values()]
+        for what in sorted({key.split("/")[0] for key in probes[0]}):
+            gains = [seed_interval([p.get(f"{what}/{label}", {}).get("gain") for p in probes]) for label in LABELS]
+            rows.append([ARMS[arm], what, *(fmt_interval(g) for g in gains)])
+    majority = [_mean([p[f"predicted/{label}"]["majority"] for arm in arms() for f in runs(arm).values()
+                       if f"predicted/{label}" in (p := _json(f / "probes.json") or {})]) for label in LABELS]
+    rows.append(["majority class (accuracy)", NONE, *(fmt(m) for m in majority)])
+    oracle = _json(WORLD / "oracle.json")
+    if oracle:
+        rows.append(["the generator's own distribution (oracle)", NONE,
+                     fmt(oracle["accuracy"] - oracle["majority"]), NONE, NONE])
+    return table(["arm", "state", *(f"gain: {label}" for label in LABELS)], rows)
+
+
+def world_curve() -> str:
+    """Mean over seeds at each snapshot: parse rate % / grounding viol. / state viol. per parsed unit."""
+    found = {arm: [_csv(f / "curve.csv") for f in runs(arm).values() if (f / "curve.csv").is_file()] for arm in arms()}
+    steps = sorted({int(r["step"]) for curves in found.values() for curve in curves for r in curve})
+    rows = []
+    for step in steps:
+        cells = []
+        for curves in found.values():
+            at = [r for curve in curves for r in curve if int(r["step"]) == step]
+            mean = lambda k: _mean([float(r[k]) for r in at if r[k] != ""])  # noqa: E731
+            cells.append(f"{fmt(mean('parse_rate'), pct=True)} / {fmt(mean('grounding_rate'), 2)} / "
+                         f"{fmt(mean('state_violation_rate'), 2)}")
+        rows.append([str(step), *cells])
+    return table(["step", *(ARMS[a] for a in found)], rows)
+
+
+def world_finals() -> str:
+    """The two-stage texts: the shared mention writer's names merged into each arm's texts."""
+    rows = []
+    gold = WORLD / "writer" / "gold.csv"
+    if gold.is_file():
+        g = _csv(gold)
+        total = lambda k: sum(int(r[k]) for r in g)  # noqa: E731
+        rows.append(["reference texts (the writer alone)", "1", fmt(total("mapped") / max(total("named"), 1), pct=True),
+                     fmt(total("faithful") / max(total("named"), 1), pct=True),
+                     fmt(total("parsed") / max(total("units"), 1), pct=True)])
+    for arm in arms():
+        rate = lambda field, per: ratio_interval(counts(arm, field, "finals.csv"), counts(arm, per, "finals.csv"))  # noqa: E731
+        rows.append([ARMS[arm], str(counts(arm, "units", "finals.csv").shape[1]),
+                     fmt_interval(rate("mapped", "named"), pct=True), fmt_interval(rate("faithful", "named"), pct=True),
+                     fmt_interval(rate("parsed", "units"), pct=True)])
+    return table(["texts", "seeds", "named units mapping to the cast %", "to the same characters %",
+                  "final parse rate %"], rows)
+
+
+# --- the state predictor --------------------------------------------------------------------
+def _ratio(row: dict, prefix: str) -> float | None:
+    loss, chance = row.get(f"{prefix}contrastive_loss"), row.get(f"{prefix}contrastive_chance")
+    return float(loss) / float(chance) if loss and chance else None
+
+
+def predictor_runs(corpus: str) -> str:
+    """Each run at its last step: L_CL / chance (train window, validation), val LM loss, states used."""
+    rows = []
+    for folder in sorted(p for p in (PREDICTOR / corpus).iterdir() if (p / "val.csv").is_file()):
+        train, val = _csv(folder / "train.csv"), _csv(folder / "val.csv")
+        settings = _json(folder / "overrides.json") or {}
+        rows.append([folder.name, settings.get("model.state_space.recipe", NONE), str(settings.get("seed", 42)),
+                     val[-1]["step"], fmt(_ratio(train[-1], "")), fmt(_ratio(val[-1], "val_")),
+                     fmt(float(val[-1]["val_lm_loss"])), train[-1].get("states_used") or NONE,
+                     fmt(float(train[-1]["event_cosine"]), 2) if train[-1].get("event_cosine") else NONE])
+    oracle = _json(PREDICTOR / corpus / "oracle.json")
+    if oracle:
+        rows.append(["oracle (the generator's event distribution)", NONE, NONE, NONE, NONE,
+                     fmt(oracle["oracle_vs_chance"]), NONE, NONE, NONE])
+    return table(["run", "recipe", "seed", "steps", "train L_CL / chance", "val L_CL / chance", "val LM loss",
+                  "states used", "e_n cosine"], rows)
+
+
+def predictor_probes() -> str:
+    rows = []
+    for folder in sorted((PREDICTOR / "world").iterdir()):
+        probe = _json(folder / "probe.json") if folder.is_dir() else None
+        if probe:
+            rows += [[folder.name, which, fmt(probe[which]["accuracy"]), fmt(probe[which]["majority"]),
+                      fmt_interval(Interval(probe[which]["gain"], probe[which]["gain_low"], probe[which]["gain_high"])),
+                      fmt(probe["predicted_is_gold"])] for which in ("predicted", "gold")]
+    return table(["run", "state", "event-kind accuracy", "majority class", "gain [story bootstrap]",
+                  "predicted state = gold state"], rows)
+
+
+def predictor_gradients() -> str:
+    """L2 norm of each loss's gradient on each part of the model, at initialization and trained."""
+    rows, parts = [], []
+    for folder in sorted(f for f in (PREDICTOR / "world").iterdir() if (f / "gradients.json").is_file()):
+        for when, losses in _json(folder / "gradients.json").items():
+            for loss, norms in losses.items():
+                parts = list(norms)
+                rows.append([folder.name, when, loss, *(f"{v:.3g}" for v in norms.values())])
+    return table(["run", "model", "loss", *parts], rows)
+
+
+BLOCKS: dict[str, Callable[[], str]] = {
+    "entityworld-retired-arms": world_arms,
+    "entityworld-retired-seeds": world_seeds,
+    "entityworld-retired-pairs": world_pairs,
+    "entityworld-retired-probes": world_probes,
+    "entityworld-retired-curve": world_curve,
+    "entityworld-retired-finals": world_finals,
+    "state-predictor-retired-world": lambda: predictor_runs("world"),
+    "state-predictor-retired-wikiplots": lambda: predictor_runs("wikiplots"),
+    "state-predictor-retired-probes": predictor_probes,
+    "state-predictor-retired-gradients": predictor_gradients,
+}
