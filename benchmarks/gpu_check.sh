@@ -3,7 +3,7 @@
 # (infra/deepspeed/gpu_bf16.json) and ZeRO-2 (gpu_bf16_zero2.json). Run from the project root on a
 # CUDA machine with the venv set up (infra/setup.sh, then a CUDA torch: DEVELOPERS.md):
 #
-#     bash benchmarks/gpu_check.sh   # -> studies/benchmarks/outputs/gpu/gpu_check_<card>_<commit>.json + .log
+#     bash benchmarks/gpu_check.sh   # -> benchmarks/outputs/gpu/gpu_check_<card>_<commit>.json + .log
 #
 # Commit the JSON with the code that made it: docs/gpu.md is rendered from it (python -m studies.render).
 #
@@ -17,7 +17,7 @@ if ! "$PYTHON" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() el
 fi
 card=$("$PYTHON" -c 'import torch; print(torch.cuda.get_device_name().replace(" ", "_"))')
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-out=studies/benchmarks/outputs/gpu
+out=benchmarks/outputs/gpu
 mkdir -p "$out"
 export TOKENIZERS_PARALLELISM=false
 "$PYTHON" benchmarks/gpu_check.py --size base --steps 20 --warmup 5 --batch 16 \

@@ -3,7 +3,7 @@
 # CUDA GPU: token-budget batches of the processed training split, eager and compiled, ERIC and BART.
 # Needs `data/processed` and `models/tokenizer` (a `dvc repro` of the embedded default makes them).
 #
-#     bash benchmarks/gpu_train.sh   # -> studies/benchmarks/outputs/gpu/gpu_train_<card>_<commit>.json + .log
+#     bash benchmarks/gpu_train.sh   # -> benchmarks/outputs/gpu/gpu_train_<card>_<commit>.json + .log
 #
 # OUT_DIR moves the outputs; COMMIT names them where the checkout has no git history. Extra
 # arguments go to gpu_train.py (e.g. --modes eager, --micro-tokens 32768, --peak-tflops 989).
@@ -16,7 +16,7 @@ if ! "$PYTHON" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() el
 fi
 card=$("$PYTHON" -c 'import torch; print(torch.cuda.get_device_name().replace(" ", "_"))')
 commit=${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
-out=${OUT_DIR:-studies/benchmarks/outputs/gpu}
+out=${OUT_DIR:-benchmarks/outputs/gpu}
 mkdir -p "$out"
 export TOKENIZERS_PARALLELISM=false
 "$PYTHON" benchmarks/gpu_train.py --size base --out "$out/gpu_train_${card}_${commit}.json" "$@" \

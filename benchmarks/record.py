@@ -1,4 +1,4 @@
-"""Where a benchmark's figures go: studies/benchmarks/outputs/<name>.json, with the host
+"""Where a benchmark's figures go: benchmarks/outputs/<name>.json, with the host
 (cores, load average, processor), the commit and the command line beside them, so that
 docs/benchmarks.md is rendered from what ran (`python -m studies.render`), not typed."""
 
@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-OUTPUTS = PROJECT_ROOT / "studies" / "benchmarks" / "outputs"
+OUTPUTS = PROJECT_ROOT / "benchmarks" / "outputs"
 
 
 def _commit() -> str:

@@ -1,9 +1,9 @@
 """Run the CPU benchmarks whose figures docs/benchmarks.md shows (each writes its own JSON
-under outputs/ through benchmarks/record.py), one after another.
+under benchmarks/outputs/ through benchmarks/record.py), one after another.
 
-    python studies/benchmarks/run.py [--only bench_clean ...] [--missing]
+    python benchmarks/run_all.py [--only bench_clean ...] [--missing]
 
---missing runs only those without an outputs/<name>.json (what flows/study.py runs).
+--missing runs only those without a benchmarks/outputs/<name>.json.
 """
 
 from __future__ import annotations
@@ -11,10 +11,9 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-OUTPUTS = Path(__file__).resolve().parent / "outputs"
+from record import OUTPUTS, PROJECT_ROOT as ROOT
+
 BENCHMARKS = {  # name -> arguments (the settings the docs describe); CPU clocks where a shared host allows
     "bench_clean": [],
     "bench_evaluate": ["--no-mauve"],
