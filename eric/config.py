@@ -90,6 +90,17 @@ class PreprocessParams(Section):
         return self
 
 
+class WorldEvaluateParams(Section):
+    """evaluate@<variant> on EntityWorld (corpus.kind: world; not read otherwise): what it measures
+    beyond the checker (eric/evaluate/world_*.py, docs/entityworld.md)."""
+
+    mix_stories: int = Field(2000, ge=1)  # generator stories that give the world's event-kind mix
+    probe_train_texts: int = Field(500, ge=0)  # training stories the probes are fitted on; 0: no probes
+    probe_test_texts: int | None = Field(None, ge=1)  # test stories they are scored on; null: the whole split
+    coherence_scorings: list[Literal["lm", "joint", "event"]] = ["lm", "joint", "event"]  # checker-decided swaps
+    curve_inputs: int = Field(0, ge=0)  # test stories each train.snapshot_every snapshot writes; 0: no curve
+
+
 class EvaluateParams(Section):
     """Table-2 metrics (eric/evaluate): what is scored and how MAUVE featurizes."""
 
@@ -112,6 +123,7 @@ class EvaluateParams(Section):
     report_dir: str = "reports"  # results.md/.html, coherence.png, state_usage.png
     headline_dir: str = "metrics/headline"  # <variant>.json: the ~15 figures DVC shows as metrics
     case_studies: int = Field(3, ge=0)  # test inputs shown side by side in the report (seeded choice)
+    world: WorldEvaluateParams = WorldEvaluateParams()  # corpus.kind: world only
 
 
 # how a sampling step runs (eric/model/static_decoding.py): growing KV cache | fixed-shape caches |

@@ -10,8 +10,11 @@
 - states used out of K on the training split, the ten most used, the state transitions
   of the same pass (eric/evaluate/state_transitions.py), the state explorer
   (eric/evaluate/state_analysis.py);
-- on EntityWorld (corpus.kind: world): the checker over the samples, coherence on the
-  swaps the checker says break a rule, learned vs true states (eric/evaluate/world_metrics.py).
+- on EntityWorld (corpus.kind: world): the checker over the samples with its per-story
+  counts, coherence on the swaps the checker says break a rule under every scoring, learned
+  vs true states (eric/evaluate/world_metrics.py), the probes (world_probes.py), the oracle
+  lines (world_lines.py) and, with evaluate.world.curve_inputs, the learning curve over the
+  training snapshots (world_curve.py): the `world` key (docs/entityworld.md).
 Outputs: metrics/evaluate/<variant>.json (DVC metrics), outputs/analysis/<variant>/
 {coherence.csv, state_usage.csv, state_transitions.csv, state_explorer.html}; the
 numbers are logged to the variant's MLflow run (its train_stage_one run, else a new
@@ -21,13 +24,13 @@ A Prefect flow (`stage-evaluate`).
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
 from _flow import run_stage, stage_flow, stage_task
 
 from eric.config import Params, ParamsError, load_variant_params, resolve_path
+from eric.evaluate.compact_json import dumps
 from eric.evaluate.errors import EvaluationError
 from eric.generate.errors import SampleError
 
@@ -86,7 +89,8 @@ def _rows(params: Params, split: str, columns: list[str], limit: int | None) -> 
 
 
 @stage_task
-def coherence(params: Params, variant: str, model, tokenizer) -> dict:
+def coherence(params: Params, variant: str, model, tokenizer) -> tuple[dict, dict | None]:
+    """(the paper's lm coherence by position; on EntityWorld, every scoring's outcomes, else None)."""
     from eric.evaluate.coherence import entity_coherence, write_rows
 
     e, m = params.evaluate, params.model
@@ -95,35 +99,125 @@ def coherence(params: Params, variant: str, model, tokenizer) -> dict:
     rows = _rows(params, "test", columns, e.coherence_max_texts)
     options = dict(batch_size=e.analysis_batch_size, seed=params.seed, max_source_length=m.max_source_length,
                    max_target_length=m.max_target_length)
-    if world:  # EntityWorld: only swaps the checker says break a rule
-        from eric.evaluate.world_metrics import world_coherence
+    variants = None
+    if world:  # EntityWorld: only swaps the checker says break a rule, under each scoring (lm once)
+        from eric.evaluate.world_metrics import coherence_variants, world_coherence
 
-        results = world_coherence(model, tokenizer, rows, variant, **options)
+        scorings = e.world.coherence_scorings
+        results, variants = coherence_variants(model, tokenizer, rows, variant, scorings, **options)
+        results = results if "lm" in scorings else world_coherence(model, tokenizer, rows, variant, **options)
     else:
         results = entity_coherence(model, tokenizer, rows, variant, **options)
     write_rows(results, analysis_dir(params, variant) / "coherence.csv")
     summary = {r.label: {"accuracy": r.accuracy, "cases": sum(r.total.values()),
                          "by_position": {str(k): v for k, v in r.by_position().items()}} for r in results}
     print("; ".join(f"coherence {label}: {v['accuracy']} over {v['cases']} cases" for label, v in summary.items()))
-    return summary
+    return summary, variants
 
 
 @stage_task
 def world_metrics(params: Params, variant: str, model, tokenizer) -> dict:
-    """EntityWorld: the checker over the samples (stage one, final, references) and, with a
-    model that has states, their agreement with the true states on the test split."""
+    """EntityWorld: the checker over the samples (stage one, final, references; per story and
+    at the world's event mix) and, with a model that has states, their agreement with the
+    true states on the test split."""
     from eric.evaluate.world_metrics import WORLD_COLUMNS, sample_checks, state_agreement
+    from eric.evaluate.world_mix import world_mix
     from eric.generate.schema import read_samples
 
-    e, m = params.evaluate, params.model
-    out = sample_checks(read_samples(resolve_path(params.sample.out_dir) / f"{variant}.parquet"), e.max_units)
-    if model is not None:
+    e, m, w = params.evaluate, params.model, params.corpus.world
+    mix = world_mix(w.seed, e.world.mix_stories, tuple(w.cast), params.preprocess.max_target_units)
+    samples = read_samples(resolve_path(params.sample.out_dir) / f"{variant}.parquet")
+    out = sample_checks(samples, e.max_units, mix, one_stage=not params.model.variants[variant].two_stage)
+    if model is not None and getattr(model.config, "use_state", False):
         rows = _rows(params, "test", ["id", "source", "target", "unit_entities", *WORLD_COLUMNS], None)
         out["states"] = state_agreement(model, tokenizer, rows, batch_size=e.analysis_batch_size, seed=params.seed,
                                         max_source_length=m.max_source_length, max_target_length=m.max_target_length)
     one = out["stage_one"]
     print(f"world {variant}: parse rate {one['parse_rate']}, violations/unit {one['violation_rate']}, "
+          f"state violations/unit at the world's mix {one['state_violation_rate_at_world_mix']}, "
           f"clean stories {one['clean_stories']}" + (f", NMI {out['states']['nmi']}" if "states" in out else ""))
+    return out
+
+
+def _world_rows(params: Params, split: str, limit: int | None) -> list[dict]:
+    from eric.evaluate.world_metrics import WORLD_COLUMNS
+
+    return _rows(params, split, ["id", "source", "target", "units", "unit_entities", "mentions", *WORLD_COLUMNS],
+                 limit)
+
+
+def _collator(params: Params, tokenizer):
+    """The training stage's collator (its entity draws and hard negatives)."""
+    from eric.data.collate import StageOneCollator
+
+    m = params.model
+    return StageOneCollator(tokenizer, m.max_source_length, m.max_target_length, max_entities=m.max_entities,
+                            entity_choice=m.entity_choice, hard_negatives=m.hard_negatives, seed=params.seed)
+
+
+@stage_task
+def world_probes(params: Params, variant: str, model, tokenizer) -> dict:
+    """The probes of the focal character's event and condition, with the oracle's ceiling
+    for the event (eric/evaluate/world_probes.py, world_lines.py)."""
+    from eric.evaluate.world_lines import oracle_event_probe
+    from eric.evaluate.world_probes import world_probes as probes
+
+    e, w = params.evaluate.world, params.corpus.world
+    train = _world_rows(params, "train", e.probe_train_texts)
+    test = _world_rows(params, "test", e.probe_test_texts)
+    out = probes(model, tokenizer, _collator(params, tokenizer), train, test, params.model.num_states,
+                 seed=params.seed, one_stage=not params.model.variants[variant].two_stage)
+    out["oracle_event"] = oracle_event_probe(train, test, w.seed, tuple(w.cast), params.preprocess.max_target_units)
+    return out
+
+
+@stage_task
+def world_lines(params: Params, variant: str, tokenizer) -> dict:
+    """The oracle critic's L_CL on the loop's validation batches, beside the model's own L_CL /
+    chance (variants with states: eric/evaluate/world_lines.py)."""
+    from eric.evaluate.world_lines import contrastive_ratios, oracle_line, val_batches
+
+    m, t, w = params.model, params.train, params.corpus.world
+    val = _world_rows(params, "val", t.max_val_examples)
+    batches = val_batches(tokenizer, val, t.micro_batch_size, m.max_source_length, m.max_target_length)
+    oracle = oracle_line(_collator(params, tokenizer), val, _world_rows(params, "train", None), batches, w.seed,
+                         tuple(w.cast), params.preprocess.max_target_units)
+    return {"oracle": oracle, "model": contrastive_ratios(resolve_path(t.plots_dir), variant)}
+
+
+@stage_task
+def world_curve(params: Params, variant: str) -> dict | None:
+    """The checker over what each training snapshot writes (eric/evaluate/world_curve.py);
+    None when training kept no snapshot."""
+    from eric.evaluate.world_curve import sample_snapshots, snapshots, world_curve as curve
+    from eric.generate.sampler import SamplingOptions
+    from eric.train.runtime import device_kind
+
+    t = params.train
+    found = snapshots(resolve_path(t.checkpoint_dir), variant)
+    if not found:
+        print(f"world {variant}: no snapshots (train.snapshot_every): no learning curve")
+        return None
+    rows = _world_rows(params, "test", params.evaluate.world.curve_inputs)
+    sources = [r["source"] for r in rows]
+    options = SamplingOptions.from_params(params, progress=False)
+    texts = sample_snapshots(found, sources, options, device_kind())
+    return curve(texts, sources, resolve_path(t.plots_dir) / f"{variant}_val.csv",
+                 names=not params.model.variants[variant].two_stage, max_units=params.evaluate.max_units)
+
+
+def world_section(params: Params, variant: str, model, tokenizer, coherence_variants: dict | None) -> dict:
+    """Everything `world` holds (docs/entityworld.md): what each part needs is loaded by the caller."""
+    e, v = params.evaluate.world, params.model.variants[variant]
+    out = world_metrics(params, variant, model, tokenizer)
+    if coherence_variants is not None:
+        out["coherence"] = coherence_variants
+    if model is not None and e.probe_train_texts:
+        out["probes"] = world_probes(params, variant, model, tokenizer)
+    if model is not None and v.state:  # the reference line of L_CL, which only variants with states have
+        out["lines"] = world_lines(params, variant, tokenizer)
+    if e.curve_inputs and (curve := world_curve(params, variant)) is not None:
+        out["curve"] = curve
     return out
 
 
@@ -170,7 +264,7 @@ def code_usage(params: Params, variant: str, model, tokenizer) -> dict:
 def save(params: Params, variant: str, metrics: dict) -> Path:
     path = resolve_path(params.evaluate.metrics_dir) / f"{variant}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(metrics, indent=2) + "\n")
+    path.write_text(dumps(metrics) + "\n")  # json.dumps(indent=2), lists of numbers on one line
     if params.train.mlflow:
         log_to_mlflow(params, variant, metrics, [path, *sorted(analysis_dir(params, variant).glob("*"))])
     return path
@@ -216,17 +310,19 @@ def run(variant: str, params_path: str = "params.yaml") -> dict:
     has_codes = v.kind == "discodvt"  # a codebook of its own
     # the coherence test swaps placeholders: a one-stage model writes none (docs/evaluation.md)
     wants_coherence = params.evaluate.coherence and v.two_stage
-    model = tokenizer = None
-    if wants_coherence or config_has_state or has_codes:
+    world = params.corpus.kind == "world"
+    probes = world and params.evaluate.world.probe_train_texts > 0  # any model, states or not
+    model = tokenizer = variants = None
+    if wants_coherence or config_has_state or has_codes or probes:
         model, tokenizer = load_model(params, variant)
         if wants_coherence:
-            metrics["coherence"] = coherence(params, variant, model, tokenizer)
+            metrics["coherence"], variants = coherence(params, variant, model, tokenizer)
         if config_has_state:
             metrics.update(state_space(params, variant, model, tokenizer))
         if has_codes:
             metrics.update(code_usage(params, variant, model, tokenizer))
-    if params.corpus.kind == "world":  # EntityWorld: the checker and the true states
-        metrics["world"] = world_metrics(params, variant, model if config_has_state else None, tokenizer)
+    if world:  # EntityWorld: the checker, the true states, probes, lines, curve
+        metrics["world"] = world_section(params, variant, model, tokenizer, variants)
     save(params, variant, metrics)
     return metrics
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from _flow import run_stage, stage_flow, stage_task
 
 from eric.config import Params, ParamsError, load_variant_params, resolve_path
+from eric.train.data_order import lengths
 from eric.train.errors import TrainError
 from eric.train.job import TrainingJob, check_split, read_rows, run_job
 
@@ -86,13 +87,6 @@ def prepare(params: Params, variant: str) -> TrainingJob:
         inputs=[data / "train.parquet", data / "val.parquet", tokenizer_dir],
         model_params=model_params,
     )
-
-
-def lengths(tokenizer, rows: list[dict], max_source: int, max_target: int) -> list[int]:
-    """Token counts (capped like the collator) for length-grouped batches."""
-    src = tokenizer([r["source"] for r in rows], add_special_tokens=False)["input_ids"]
-    tgt = tokenizer([r["target"] for r in rows], add_special_tokens=False)["input_ids"]
-    return [min(len(s) + 2, max_source) + min(len(t) + 2, max_target) for s, t in zip(src, tgt)]
 
 
 @stage_task

@@ -170,7 +170,7 @@ def prediction_cosines(model, collator, rows: list[dict], batch_size: int = 16) 
     model.eval()
     own = others = nearest = units = 0.0
     for start in range(0, len(rows), batch_size):
-        result = model(**collator(rows[start:start + batch_size]))
+        result = model(**_on(model, collator(rows[start:start + batch_size])))
         target = result.state_ids >= 0
         predicted, vectors = result.predicted_events[target].float(), model.state_space.vectors().float()
         gold = vectors[result.state_ids[target]]

@@ -1,10 +1,13 @@
 """EntityWorld metrics in `evaluate@<variant>` (corpus.kind: world) and their report table.
 
-- checks: the checker over the samples' stage-one texts (placeholders), final texts
-  (names mapped back to the cast of the input) and references (the Truth row);
+- checks: the checker over the samples' stage-one texts (placeholders; names for a
+  one-stage model), final texts (names mapped back to the cast of the input) and references
+  (the Truth row): rates (eric/evaluate/world_checks.py), the rate at the world's event mix
+  (world_mix.py), and per story and per event kind the counts a study aggregates;
 - coherence where the checker gives the answer: as eric/evaluate/coherence.py, but a
   unit's first placeholder is swapped only for an earlier one that makes the unit
-  break a rule (the checker decides), so every case is a true incoherence;
+  break a rule (the checker decides), so every case is a true incoherence; under every
+  scoring (lm, joint, event) and state mode, with each case's outcome (`coherence_variants`);
 - state agreement: on the test split, each unit's gold state (sentence encoder ->
   nearest state) for its focal character, against the true (event type, condition
   after) of that character: NMI and purity (also against event, condition, entity).
@@ -18,25 +21,57 @@ import torch
 from tqdm.auto import tqdm
 
 from eric.data.collate import StageOneCollator
-from eric.evaluate.coherence import Case, CoherenceResult, CoherenceScorer, Text, mode_label, state_modes
+from eric.evaluate.coherence import (
+    LM,
+    SCORINGS,
+    Case,
+    CoherenceResult,
+    CoherenceScorer,
+    Text,
+    mode_label,
+    state_modes,
+)
 from eric.evaluate.state_analysis import gold_states
+from eric.evaluate.world_checks import (
+    CHECK_FIELDS,
+    NAME_FIELDS,
+    columns,
+    name_counts,
+    rates,
+    story_checks,
+    story_counts,
+)
+from eric.evaluate.world_mix import kind_columns, standardized
 from eric.world.checker import Replay
-from eric.world.metrics import check_texts, nmi, purity
+from eric.world.metrics import nmi, purity, summarize
 from eric.world.phrasings import PLACEHOLDER
 
 WORLD_COLUMNS = ["world_cast", "world_events", "world_focal", "world_states"]
 
 
-def sample_checks(samples: list[dict], max_units: int | None = None) -> dict:
-    """Checker summaries of stage-one texts, final texts and references of sample rows."""
+def sample_checks(samples: list[dict], max_units: int | None = None, mix: dict[str, float] | None = None,
+                  one_stage: bool = False) -> dict:
+    """Checker summaries of the stage-one texts, final texts and references of sample rows;
+    `stories` and `event_kinds`: per story (sample order) the counts behind them, for a study
+    to bootstrap over and pair by story; with `mix` (world_mix.py) the rates at that mix.
+    A one-stage model writes names in stage one, so its texts are read with names."""
     scenes = [r["input"] for r in samples]
-    out = {
-        "stage_one": check_texts(scenes, [r["stage_one"] for r in samples], max_units=max_units),
-        "final": check_texts(scenes, [r["final_text"] for r in samples], names=True, max_units=max_units),
-    }
+    texts = {"stage_one": ([r["stage_one"] for r in samples], one_stage),
+             "final": ([r["final_text"] for r in samples], True)}
     if all(r.get("reference") for r in samples):
-        out["reference"] = check_texts(scenes, [r["reference"] for r in samples], names=True, max_units=max_units)
-    return out
+        texts["reference"] = ([r["reference"] for r in samples], True)
+    out, stories, kinds = {}, {"id": [r.get("id") for r in samples]}, {}
+    for key, (found, names) in texts.items():
+        checks = story_checks(scenes, found, names, max_units)
+        counts = [story_counts(c) for c in checks]
+        if key == "final":  # do the names of the final texts map back to the cast?
+            counts = [{**c, **name_counts(r["input"], r["stage_one"], r["final_text"], max_units)}
+                      for c, r in zip(counts, samples)]
+        per_story, by_kind = columns(counts, (*CHECK_FIELDS, *NAME_FIELDS)), kind_columns(checks)
+        out[key] = {**summarize(checks), **rates(per_story), **(standardized(by_kind, mix) if mix else {})}
+        if key != "reference":  # the references break nothing: their summary is the Truth row
+            stories[key], kinds[key] = per_story, by_kind
+    return {**out, "stories": stories, "event_kinds": {**({"world_mix": mix} if mix else {}), **kinds}}
 
 
 # -- coherence decided by the checker ------------------------------------------------------
@@ -76,6 +111,27 @@ def world_coherence(model, tokenizer, rows: list[dict], variant: str, **options)
     variant has states."""
     scorer = WorldCoherenceScorer(model, tokenizer, rows, **options)
     return [scorer.run(rows, mode, mode_label(variant, mode)) for mode in state_modes(model.config)]
+
+
+def coherence_variants(model, tokenizer, rows: list[dict], variant: str, scorings=SCORINGS,
+                       **options) -> tuple[list[CoherenceResult], dict]:
+    """Checker-decided coherence under each scoring and state mode: the `lm` results (the
+    paper's test, as `world_coherence`; empty without lm) and, for the metrics, every
+    `<scoring>/<mode>` accuracy with each case's outcome (`right`, 0/1, in the order of
+    `cases`: text id and 0-based unit), so that models can be paired case by case (McNemar)."""
+    lm, accuracy, right, keys = [], {}, {}, None
+    for scoring in scorings:
+        scorer = WorldCoherenceScorer(model, tokenizer, rows, scoring=scoring, **options)
+        for mode in state_modes(model.config):
+            result = scorer.run(rows, mode, mode_label(variant, mode))
+            lm += [result] if scoring == LM else []
+            outcomes = {(t, u): int(r) for t, u, r in result.outcomes}
+            keys = keys if keys is not None else list(outcomes)  # the same cases under every scoring and mode
+            accuracy[f"{scoring}/{mode}"] = result.accuracy
+            right[f"{scoring}/{mode}"] = [outcomes[k] for k in keys]
+    keys = keys or []
+    return lm, {"accuracy": accuracy, "cases": {"text": [t for t, _ in keys], "unit": [u for _, u in keys]},
+                "right": right}
 
 
 # -- learned states vs true states ---------------------------------------------------------

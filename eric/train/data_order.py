@@ -78,3 +78,12 @@ def eval_batches(n_examples: int, batch_size: int, rank: int = 0, world_size: in
     if lengths is not None:
         mine = mine[np.argsort(-np.asarray(lengths)[mine], kind="stable")]
     return [mine[i : i + batch_size].tolist() for i in range(0, len(mine), batch_size)]
+
+
+def lengths(tokenizer, rows: list[dict], max_source: int, max_target: int) -> list[int]:
+    """Token counts of stage-one rows (capped like the collator) for length-grouped batches:
+    the training stage's, and anything that must see its very validation batches
+    (eric/evaluate/world_lines.py)."""
+    src = tokenizer([r["source"] for r in rows], add_special_tokens=False)["input_ids"]
+    tgt = tokenizer([r["target"] for r in rows], add_special_tokens=False)["input_ids"]
+    return [min(len(s) + 2, max_source) + min(len(t) + 2, max_target) for s, t in zip(src, tgt)]

@@ -1,0 +1,106 @@
+"""The EntityWorld checker per story, and the rates of a set of stories.
+
+Per story (the lists a study bootstraps over and pairs by story), for stage-one or final
+texts: `units`, `parsed` (a phrasing reads the unit exactly), `violations`,
+`state_violations` (rules that need the replayed state), `grounding` (the other four: the
+scene alone answers them), `grounded` (parsed units whose state rules were all applied, see
+`is_grounded`), `grounded_state_violations` (state violations of those units), `clean` (a
+parsed unit and no violation) and `valid` (every unit parsed, none broken); for final
+texts also `named`, `mapped`, `faithful` (`name_counts`).
+
+The rates pool the stories: violations per parsed unit (all, state, grounding), the grounded
+share of parsed units and state violations per grounded unit, clean and valid stories.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from eric.world.checker import StoryCheck, UnitCheck, check_story
+from eric.world.metrics import text_units
+from eric.world.world import STATE_RULES, UNKNOWN_CHARACTER, UNKNOWN_ITEM, UNKNOWN_PLACE
+
+CHECK_FIELDS = ("units", "parsed", "violations", "state_violations", "grounding", "grounded",
+                "grounded_state_violations", "clean", "valid")
+NAME_FIELDS = ("named", "mapped", "faithful")
+# eric/world/world.py `violations`: a character outside the cast returns before any state
+# rule; an unknown place skips already_there / wrong_place, an unknown item item_not_held /
+# item_not_here. A unit that breaks one of these was not fully checked for state rules.
+SKIPS_STATE_RULES = frozenset({UNKNOWN_CHARACTER, UNKNOWN_PLACE, UNKNOWN_ITEM})
+
+
+def is_grounded(unit: UnitCheck) -> bool:
+    """Parsed, and every state rule of its event type was applied: a state violation can
+    only be counted where the checker looked, so this is the fair denominator for them."""
+    return unit.event is not None and not SKIPS_STATE_RULES & set(unit.violations)
+
+
+def _state(unit: UnitCheck) -> int:
+    return sum(rule in STATE_RULES for rule in unit.violations)
+
+
+def story_counts(check: StoryCheck) -> dict[str, int]:
+    state = sum(_state(u) for u in check.units)
+    grounded = [u for u in check.units if is_grounded(u)]
+    return {"units": len(check.units), "parsed": check.parsed, "violations": check.violations,
+            "state_violations": state, "grounding": check.violations - state, "grounded": len(grounded),
+            "grounded_state_violations": sum(_state(u) for u in grounded),
+            "clean": int(check.parsed > 0 and check.violations == 0),
+            "valid": int(len(check.units) > 0 and check.unparsed == 0 and check.violations == 0)}
+
+
+def story_checks(scenes: list[str], texts: list[str], names: bool = False,
+                 max_units: int | None = None) -> list[StoryCheck]:
+    """The checker over (scene, text) pairs (`names`: texts with names, mapped back first)."""
+    return [check_story(s, text_units(t or "", max_units), names) for s, t in zip(scenes, texts)]
+
+
+def columns(rows: list[dict[str, int]], fields=CHECK_FIELDS) -> dict[str, list[int]]:
+    """Per-story dicts as one list per field (compact in JSON, in story order)."""
+    return {f: [r[f] for r in rows] for f in fields if rows and f in rows[0]}
+
+
+def _per(numerator: int, denominator: int) -> float | None:
+    return numerator / denominator if denominator else None
+
+
+def rates(counts: dict[str, list[int]]) -> dict:
+    """Pooled rates of per-story counts (`columns`)."""
+    total = {f: sum(v) for f, v in counts.items()}
+    stories, parsed = len(counts.get("units", [])), total.get("parsed", 0)
+    out = {"grounding_violations": total["grounding"], "grounding_rate": _per(total["grounding"], parsed),
+           "grounded": total["grounded"], "grounded_share": _per(total["grounded"], parsed),
+           "grounded_state_violation_rate": _per(total["grounded_state_violations"], total["grounded"])}
+    if "named" in total:
+        out.update({"named": total["named"], "mapped_rate": _per(total["mapped"], total["named"]),
+                    "faithful_rate": _per(total["faithful"], total["named"])})
+    return out if stories else {}
+
+
+# -- final texts: do the names map back to the cast? --------------------------------------
+@lru_cache(maxsize=1)
+def _name_word():
+    """Any word of the world's name vocabulary (a name a final text kept that is not the cast's)."""
+    from eric.world.names import FIRST_NAMES, SURNAMES
+
+    return re.compile(r"\b(" + "|".join(sorted({*FIRST_NAMES, *SURNAMES})) + r")\b")
+
+
+def name_counts(scene: str, stage_one: str, final: str, max_units: int | None = None) -> dict[str, int]:
+    """Units of the stage-one text with a placeholder (`named`); of them, those whose final
+    unit's names all map back to the scene's cast (as many placeholders, no other name left:
+    `mapped`) and to the very characters of the stage-one unit (`faithful`)."""
+    from eric.world.phrasings import PLACEHOLDER, names_to_placeholders, parse_scene
+
+    cast = [c.name for c in parse_scene(scene).characters]
+    counts = dict.fromkeys(NAME_FIELDS, 0)
+    for before, after in zip(text_units(stage_one or "", max_units), text_units(final or "", max_units)):
+        wanted = PLACEHOLDER.findall(before)
+        if not wanted:
+            continue
+        back = names_to_placeholders(after, cast)
+        counts["named"] += 1
+        counts["mapped"] += len(PLACEHOLDER.findall(back)) == len(wanted) and not _name_word().search(back)
+        counts["faithful"] += back == before
+    return counts

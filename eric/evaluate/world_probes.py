@@ -1,0 +1,93 @@
+"""What a stage-one model knows of a unit's focal character before writing it: probes
+(eric/evaluate/state_probe.py) fitted on training units and scored on test units, each
+against the training split's majority class (the floor every probe must beat).
+
+Labels of unit n's focal character: its `event` type (drawn at random by the generator, so
+the prefix bounds what can be known: eric/evaluate/world_lines.py `oracle_event_probe`), its
+`condition_before` the unit (fixed by the prefix: a model that tracks states can know it)
+and its `condition` after it.
+
+Probes, each as `<probe>/<label>`:
+- predicted, gold (variants with states): majority vote per state id of the predicted state
+  (from the prefix: what generation uses) and the gold state (the sentence encoder's, from
+  the unit itself);
+- hidden: the decoder's last hidden state at the unit's sentence token, in as many k-means
+  clusters as the model has states, voted the same way (equal capacity for any model);
+- linear: a logistic regression on those hidden states;
+- entity: the same regression where the decoder has read the focal character's placeholder
+  (two-stage models: a one-stage model reads the stories with their names, as it was
+  trained, and has no placeholder to stop at).
+With states, also `predicted_is_gold` (the predictor's exact hit rate) and `cosines`
+(how the predicted vector sits among the states).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from eric.evaluate.state_probe import (
+    agreement,
+    hidden_unit_pairs,
+    linear_probe,
+    majority_probe,
+    prediction_cosines,
+    quantize_hidden,
+    unit_state_pairs,
+)
+from eric.evaluate.world_metrics import focal_rows, true_labels
+from eric.world.phrasings import PLACEHOLDER
+
+LABELS = ("event", "condition_before", "condition")
+
+
+def unit_labels(row: dict, n: int) -> dict[str, str] | None:
+    """Every label of unit n's focal character (None past the story's events)."""
+    if n >= len(row["world_events"]):
+        return None
+    found = true_labels(row, n)
+    k = int(PLACEHOLDER.fullmatch(found["entity"]).group(1))
+    found["condition_before"] = row["world_states"][n - 1][k]["condition"] if n else "well"  # a scene starts well
+    return {name: found[name] for name in LABELS}
+
+
+def _joined(row: dict, n: int) -> str | None:
+    """All labels in one string: one model pass serves the three probes (split by `_relabel`)."""
+    labels = unit_labels(row, n)
+    return None if labels is None else "|".join(labels[name] for name in LABELS)
+
+
+def _relabel(pairs, i: int):
+    return [replace(u, label=u.label.split("|")[i]) for u in pairs]
+
+
+def world_probes(model, tokenizer, collator, train_rows: list[dict], test_rows: list[dict], clusters: int,
+                 seed: int = 0, one_stage: bool = False) -> dict:
+    """Every probe of every label (module doc); rows are stage-one rows with world columns
+    (and `mentions` for a `one_stage` model)."""
+    train_rows, test_rows = focal_rows(train_rows), focal_rows(test_rows)
+    if one_stage:  # the form the model was trained on (eric/data/one_stage.py)
+        from eric.data.one_stage import one_stage_row
+
+        train_rows, test_rows = [one_stage_row(r) for r in train_rows], [one_stage_row(r) for r in test_rows]
+    both = (train_rows, test_rows)
+    vectors = tuple(hidden_unit_pairs(model, collator, rows, _joined) for rows in both)
+    focal = lambda row, n: tokenizer.convert_tokens_to_ids(row["world_focal"][n])  # noqa: E731
+    at_entity = ((([], None), ([], None)) if one_stage else
+                 tuple(hidden_unit_pairs(model, collator, rows, _joined, entity=focal) for rows in both))
+    voted = {"hidden": ("predicted", quantize_hidden(*vectors, clusters, seed=seed))}
+    states = None
+    if getattr(model.config, "use_state", False):
+        states = tuple(unit_state_pairs(model, collator, rows, _joined) for rows in both)
+        voted.update({"predicted": ("predicted", states), "gold": ("gold", states)})
+    out: dict = {}
+    for i, name in enumerate(LABELS):
+        for probe, (which, (train, test)) in voted.items():
+            out[f"{probe}/{name}"] = majority_probe(_relabel(train, i), _relabel(test, i), which=which).to_dict()
+        for probe, ((train, train_x), (test, test_x)) in (("linear", vectors), ("entity", at_entity)):
+            if len(train) and len(test):  # `entity`: units whose placeholder fits in the target length
+                found = linear_probe((_relabel(train, i), train_x), (_relabel(test, i), test_x))
+                out[f"{probe}/{name}"] = found.to_dict()
+    if states is not None:
+        out["predicted_is_gold"] = round(agreement(states[1]), 4)
+        out["cosines"] = prediction_cosines(model, collator, test_rows)
+    return {"train_texts": len(train_rows), "test_texts": len(test_rows), **out}

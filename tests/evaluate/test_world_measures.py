@@ -1,0 +1,176 @@
+"""EntityWorld's measures in evaluate (eric/evaluate/world_*.py), each pinned on small
+hand-built inputs: grounded rates, the event-mix standardization, name counts, probes, the
+oracle lines, the learning curve's columns, the metrics file's compact JSON."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+
+from eric.data.collate import StageOneCollator
+from eric.data.examples import stage_one_target
+from eric.evaluate.compact_json import dumps
+from eric.evaluate.state_probe import UnitState, linear_probe, majority_probe
+from eric.evaluate.world_checks import columns, is_grounded, name_counts, rates, story_checks, story_counts
+from eric.evaluate.world_curve import snapshots, world_curve
+from eric.evaluate.world_lines import contrastive_ratios, oracle_event_probe, oracle_line, val_batches
+from eric.evaluate.world_mix import kind_columns, standardized
+from eric.evaluate.world_probes import unit_labels
+from eric.world.checker import check_story
+from eric.world.corpus import stage_one_row
+from eric.world.generate import generate_stories
+from eric.world.oracle import OracleLoss, event_tables
+from tests.generate.tiny import MAX_ENTITIES, tiny_tokenizer
+
+SCENE = "Anna Berg and Tom Reed are at Old Harbor; Mia Cole is at Red Mill."
+UNITS = [
+    "<e0> met <e1>.",  # parsed, grounded, allowed
+    "<e0> traveled to Nowhere Land.",  # unknown place: already_there was not checked
+    "<e5> met <e0>.",  # a character outside the cast: no state rule was checked
+    "<e1> fled from <e2> to Nowhere Land.",  # unknown place and not_together (a state rule)
+    "<e0> talked with <e2>.",  # grounded: not_together and strangers
+    "Blah blah.",  # unparsed
+]
+
+
+def test_grounded_units_are_those_whose_state_rules_were_all_applied():
+    check = check_story(SCENE, UNITS)
+    assert [is_grounded(u) for u in check.units] == [True, False, False, False, True, False]
+    assert story_counts(check) == {"units": 6, "parsed": 5, "violations": 6, "state_violations": 3,
+                                   "grounding": 3, "grounded": 2, "grounded_state_violations": 2,
+                                   "clean": 0, "valid": 0}
+
+
+def test_rates_per_parsed_and_per_grounded_unit():
+    clean = check_story(SCENE, ["<e0> met <e1>.", "<e1> traveled to Red Mill."])
+    counts = columns([story_counts(c) for c in (check_story(SCENE, UNITS), clean)])
+    assert counts["grounded"] == [2, 2] and counts["clean"] == [0, 1] and counts["valid"] == [0, 1]
+    out = rates(counts)
+    assert out["grounded"] == 4 and out["grounded_share"] == pytest.approx(4 / 7)  # of 7 parsed units
+    assert out["grounded_state_violation_rate"] == pytest.approx(2 / 4)
+    assert out["grounding_violations"] == 3 and out["grounding_rate"] == pytest.approx(3 / 7)
+    assert "mapped_rate" not in out
+
+
+def test_the_event_mix_standardization_worked_by_hand():
+    # story 1: two travels (no violation) and a meet that breaks one state rule; story 2: a clean meet
+    by_kind = {"travel": {"parsed": [2, 0], "state_violations": [0, 0]},
+               "meet": {"parsed": [1, 1], "state_violations": [1, 0]}}
+    mix = {"travel": 0.5, "meet": 0.25, "fight": 0.25}
+    out = standardized(by_kind, mix)
+    # raw: 1 / 4 = 0.25; by kind: travel 0 / 2, meet 1 / 2; weighted by the mix of the kinds written
+    assert out["state_violation_rate_at_world_mix"] == pytest.approx((0.5 * 0 + 0.25 * 0.5) / 0.75)
+    assert out["world_mix_covered"] == pytest.approx(0.75)
+    assert out["event_mix_distance"] == pytest.approx(0.5 * (0 + 0.25 + 0.25))  # shares 0.5 / 0.5 / 0
+    assert standardized({}, mix) == {"state_violation_rate_at_world_mix": None, "world_mix_covered": None,
+                                     "event_mix_distance": None}
+
+
+def test_kind_columns_count_parsed_units_and_state_violations_per_story():
+    checks = story_checks([SCENE, SCENE], [stage_one_target(UNITS), stage_one_target(["<e0> met <e1>."])])
+    by_kind = kind_columns(checks)
+    assert sorted(by_kind) == ["flee", "meet", "talk", "travel"]
+    assert by_kind["meet"] == {"parsed": [2, 1], "state_violations": [0, 0]}
+    assert by_kind["talk"] == {"parsed": [1, 0], "state_violations": [2, 0]}
+    assert by_kind["flee"]["state_violations"] == [1, 0]  # counted by kind whether grounded or not
+
+
+def test_name_counts_of_a_final_text():
+    stage_one = stage_one_target(["<e0> met <e1>.", "<e1> escaped.", "<e0> met <e1>.", "The wind blew."])
+    final = stage_one_target(["Anna met Tom.", "Aaron escaped.", "Tom met Anna Berg.", "The wind blew."])
+    # mapped: as many cast names as placeholders and no other name; faithful: the same characters
+    assert name_counts(SCENE, stage_one, final) == {"named": 3, "mapped": 2, "faithful": 1}
+
+
+def test_unit_labels_read_the_condition_before_from_the_previous_unit():
+    row = {"world_events": ["fight", "recover"], "world_focal": ["<e0>", "<e1>"],
+           "world_states": [[{"condition": "well"}, {"condition": "wounded"}],
+                            [{"condition": "well"}, {"condition": "well"}]]}
+    assert unit_labels(row, 0) == {"event": "fight", "condition_before": "well", "condition": "well"}
+    assert unit_labels(row, 1) == {"event": "recover", "condition_before": "wounded", "condition": "well"}
+    assert unit_labels(row, 2) is None
+
+
+def _pairs(labels: list[str]) -> list[UnitState]:
+    return [UnitState(i // 2, i % 2, -1, -1, label) for i, label in enumerate(labels)]
+
+
+def test_a_linear_probe_reads_separable_features_and_not_constant_ones():
+    labels = ["well", "well", "well", "captive"] * 10  # with nothing to read, the regression says the majority
+    separable = torch.tensor([[1.0, 0.0] if y == "well" else [0.0, 1.0] for y in labels])
+    constant = torch.ones(len(labels), 2)
+    test_labels = ["well"] * 6 + ["captive"] * 4
+    test_x = torch.tensor([[1.0, 0.0]] * 6 + [[0.0, 1.0]] * 4)
+    read = linear_probe((_pairs(labels), separable), (_pairs(test_labels), test_x), resamples=50)
+    assert read.accuracy == 1.0 and read.gain > 0
+    blind = linear_probe((_pairs(labels), constant), (_pairs(test_labels), torch.ones(10, 2)), resamples=50)
+    assert blind.accuracy == blind.majority  # one answer for every unit: the floor
+
+
+def test_a_majority_probe_of_state_ids_against_the_majority_class():
+    train = [UnitState(i, 0, i % 2, 0, "a" if i % 2 else "b") for i in range(10)]
+    test = [UnitState(i, 0, i % 2, 0, "a" if i % 2 else "b") for i in range(6)]
+    by_state = majority_probe(train, test, "predicted", resamples=50)
+    assert by_state.accuracy == 1.0 and by_state.majority == 0.5
+    constant = majority_probe(train, test, "gold", resamples=50)  # one gold state for all: the majority
+    assert constant.accuracy == constant.majority
+
+
+@pytest.fixture(scope="module")
+def world_rows():
+    return [stage_one_row(s) for s in generate_stories(seed=3, count=10, cast=(3, 5), events=6)]
+
+
+def test_the_oracle_line_is_the_oracle_on_the_loops_validation_batches(world_rows):
+    tokenizer = tiny_tokenizer(world_rows)
+    collator = StageOneCollator(tokenizer, 128, 128, max_entities=MAX_ENTITIES, seed=1)
+    val, train = world_rows[:5], world_rows  # the labels' marginal: every label of the batches is seen
+    batches = val_batches(tokenizer, val, 4, 128, 128)
+    assert sorted(i for b in batches for i in b) == list(range(5)) and [len(b) for b in batches] == [4, 1]
+    out = oracle_line(collator, val, train, batches, seed=3, cast=(3, 5), events=6)
+    # by hand: the oracle on each batch, weighted by its target tokens
+    oracle = OracleLoss(event_tables(3, {r["id"] for r in val}, (3, 5), 6), collator.entity_class, train)
+    parts = []
+    for indices in batches:
+        rows = [val[i] for i in indices]
+        batch = collator(rows)
+        parts.append((*oracle(batch, rows), float((batch["labels"] != -100).sum())))
+    weight = sum(w for _, _, w in parts)
+    assert out["oracle_loss"] == pytest.approx(sum(l * w for l, _, w in parts) / weight, abs=1e-4)
+    assert out["chance"] == pytest.approx(sum(c * w for _, c, w in parts) / weight, abs=1e-4)
+    assert 0 < out["oracle_vs_chance"] < 1 and out["batches"] == 2 and out["val_texts"] == 5
+
+
+def test_the_oracle_event_probe_scores_every_test_unit(world_rows):
+    out = oracle_event_probe(world_rows[5:], world_rows[:5], seed=3, cast=(3, 5), events=6)
+    assert out["units"] == sum(len(r["world_events"]) for r in world_rows[:5])
+    assert 0 <= out["majority"] <= 1 and out["majority"] <= out["accuracy"] <= 1
+
+
+def test_the_curve_columns_and_the_contrastive_ratios(tmp_path):
+    (tmp_path / "eric_val.csv").write_text(
+        "step,val_lm_loss,val_contrastive_loss,val_contrastive_chance\n0,9.0,5.0,5.0\n4,6.5,2.0,4.0\n")
+    (tmp_path / "eric.csv").write_text("step,contrastive_loss,contrastive_chance\n4,3.0,4.0\n")
+    texts = [stage_one_target(UNITS), stage_one_target(["<e0> met <e1>."])]
+    curve = world_curve([(4, texts), (8, texts[::-1])], [SCENE, SCENE], tmp_path / "eric_val.csv")
+    assert curve["step"] == [4, 8] and curve["val_lm_loss"] == [6.5, None] and curve["val_cl_ratio"] == [0.5, None]
+    assert curve["parse_rate"] == [round(6 / 7, 5)] * 2 and curve["grounded_share"] == [0.5, 0.5]  # 5 digits
+    assert curve["grounded_state_violation_rate"] == [round(2 / 3, 5)] * 2
+    assert contrastive_ratios(tmp_path, "eric") == {"train": 0.75, "val": 0.5}
+    assert contrastive_ratios(tmp_path, "bart") == {"train": None, "val": None}
+    folder = tmp_path / "snapshots" / "train_stage_one" / "eric"
+    for step in (10, 2, 100):
+        (folder / f"step-{step:06d}").mkdir(parents=True)
+    assert [s for s, _ in snapshots(tmp_path, "eric")] == [2, 10, 100] and snapshots(tmp_path, "bart") == []
+
+
+def test_compact_json_is_indented_json_with_lists_of_values_on_one_line():
+    plain = {"a": 1, "b": {"c": 0.5, "d": None, "e": {}}, "f": "x"}
+    assert dumps(plain) == json.dumps(plain, indent=2)  # a non-world metrics file: byte for byte
+    tree = {"ids": ["s1", "s2"], "n": [1, 2, 3], "rows": [{"x": [1]}, 2], "empty": [], "nan": math.inf}
+    text = dumps(tree)
+    assert '"n": [1, 2, 3]' in text and '"ids": ["s1", "s2"]' in text and '"empty": []' in text
+    assert json.loads(text) == tree

@@ -1,0 +1,116 @@
+"""stages/evaluate.py on a tiny EntityWorld project (corpus.kind: world), as DVC runs it
+(without Prefect: run.fn): the `world` key holds everything a study aggregates."""
+
+from __future__ import annotations
+
+import json
+
+import evaluate as evaluate_stage
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import sample as sample_stage
+import yaml
+
+from eric.evaluate.world_checks import CHECK_FIELDS, NAME_FIELDS
+from eric.world.corpus import WORLD_STAGE_ONE, stage_one_row
+from eric.world.generate import generate_stories
+from tests.generate.tiny import one_thread, save, tiny_mentions, tiny_stage_one, tiny_tokenizer  # noqa: F401
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+SEED, CAST, EVENTS = 5, [3, 5], 6
+
+
+@pytest.fixture(scope="module")
+def world_project(tmp_path_factory):
+    root = tmp_path_factory.mktemp("world")
+    rows = [stage_one_row(s) for s in generate_stories(SEED, 30, tuple(CAST), EVENTS)]
+    splits = {"train": rows[:20], "val": rows[20:24], "test": rows[24:]}
+    for split, found in splits.items():
+        path = root / "data" / "stage_one" / f"{split}.parquet"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.Table.from_pylist(found, schema=WORLD_STAGE_ONE), path)
+    tokenizer = tiny_tokenizer(rows)
+    for variant in ("eric", "bart"):
+        save(tiny_stage_one(tokenizer, variant), tokenizer, root / "models" / "stage_one" / variant)
+    save(tiny_mentions(tokenizer), tokenizer, root / "models" / "mentions")
+    snapshots = root / "models" / "checkpoints" / "snapshots" / "train_stage_one" / "eric"
+    for step in (2, 4):  # what train.snapshot_every leaves
+        save(tiny_stage_one(tokenizer, "eric", seed=step), tokenizer, snapshots / f"step-{step:06d}")
+    plots = root / "plots" / "train"
+    plots.mkdir(parents=True)
+    (plots / "eric_val.csv").write_text("step,val_lm_loss,val_contrastive_loss,val_contrastive_chance\n"
+                                        "0,9.0,4.0,4.0\n2,8.0,3.0,4.0\n4,7.0,2.0,4.0\n")
+    (plots / "eric.csv").write_text("step,contrastive_loss,contrastive_chance\n4,2.5,4.0\n")
+    params = {
+        "variants": ["eric", "bart"],
+        "corpus": {"name": "tiny-world", "kind": "world", "world": {"seed": SEED, "cast": CAST}},
+        "model": {"max_entities": 6, "num_states": 16, "state_dim": 8, "max_target_length": 128},
+        "preprocess": {"out_dir": str(root / "data"), "max_entities": 6, "max_target_units": EVENTS},
+        "train": {"out_dir": str(root / "models" / "stage_one"), "mlflow": False, "max_val_examples": 4,
+                  "micro_batch_size": 2, "checkpoint_dir": str(root / "models" / "checkpoints"),
+                  "plots_dir": str(plots), "metrics_dir": str(root / "metrics" / "train")},
+        "mentions": {"out_dir": str(root / "models" / "mentions")},
+        "sample": {"max_length": 24, "mention_max_length": 16, "batch_size": 3,
+                   "out_dir": str(root / "outputs" / "samples")},
+        "evaluate": {"mauve": False, "analysis_batch_size": 6, "explorer_units_per_state": 2,
+                     "metrics_dir": str(root / "metrics" / "evaluate"),
+                     "analysis_dir": str(root / "outputs" / "analysis"),
+                     "world": {"mix_stories": 30, "probe_train_texts": 20, "curve_inputs": 3}},
+    }
+    (root / "params.yaml").write_text(yaml.safe_dump(params))
+    path = str(root / "params.yaml")
+    for variant in ("eric", "bart"):
+        sample_stage.run.fn(variant, path)
+    return root, {variant: evaluate_stage.run.fn(variant, path) for variant in ("eric", "bart")}
+
+
+def test_the_world_key_holds_rates_per_story_counts_and_the_event_mix(world_project):
+    root, metrics = world_project
+    world = metrics["eric"]["world"]
+    saved = (root / "metrics" / "evaluate" / "eric.json").read_text()
+    assert json.loads(saved) == json.loads(json.dumps(metrics["eric"]))
+    assert '"id": ["world-' in saved  # lists of values on one line
+    one = world["stage_one"]
+    for key in ("parse_rate", "state_violation_rate", "grounding_rate", "grounded_share",
+                "grounded_state_violation_rate", "state_violation_rate_at_world_mix", "event_mix_distance"):
+        assert key in one
+    stories = world["stories"]
+    assert len(stories["id"]) == 6 and set(stories["stage_one"]) == set(CHECK_FIELDS)
+    assert set(stories["final"]) == {*CHECK_FIELDS, *NAME_FIELDS}
+    assert sum(stories["stage_one"]["parsed"]) == one["parsed"]
+    assert sum(stories["stage_one"]["grounded"]) == one["grounded"] <= one["parsed"]
+    kinds = world["event_kinds"]
+    assert sum(kinds["world_mix"].values()) == pytest.approx(1.0)
+    assert sum(sum(k["parsed"]) for k in kinds["stage_one"].values()) == one["parsed"]
+    assert world["reference"]["violations"] == 0 and world["reference"]["state_violation_rate_at_world_mix"] == 0
+
+
+def test_coherence_under_every_scoring_with_each_cases_outcome(world_project):
+    _, metrics = world_project
+    coherence = metrics["eric"]["world"]["coherence"]
+    modes = ("predicted", "random")
+    assert set(coherence["accuracy"]) == {f"{s}/{m}" for s in ("lm", "joint", "event") for m in modes}
+    cases = len(coherence["cases"]["text"])
+    assert cases and all(len(right) == cases for right in coherence["right"].values())
+    # the lm rows are the pipeline's coherence (the report's)
+    assert coherence["accuracy"]["lm/predicted"] == metrics["eric"]["coherence"]["eric"]["accuracy"]
+    assert "coherence" not in metrics["bart"]["world"]  # one-stage: no placeholders to swap
+
+
+def test_probes_lines_and_the_learning_curve(world_project):
+    _, metrics = world_project
+    eric, bart = metrics["eric"]["world"], metrics["bart"]["world"]
+    labels = ("event", "condition_before", "condition")
+    assert {f"{p}/{label}" for p in ("predicted", "gold", "hidden", "linear", "entity") for label in labels} <= set(
+        eric["probes"])
+    assert all(0 <= eric["probes"][k]["majority"] <= 1 for k in eric["probes"] if "/" in k)
+    assert eric["probes"]["oracle_event"]["units"] == 6 * EVENTS and "predicted_is_gold" in eric["probes"]
+    # a one-stage model without states: its decoder, read on the named stories
+    assert {k for k in bart["probes"] if "/" in k} == {f"{p}/{label}" for p in ("hidden", "linear") for label in labels}
+    lines = eric["lines"]
+    assert 0 < lines["oracle"]["oracle_vs_chance"] and lines["oracle"]["batches"] == 2
+    assert lines["model"] == {"train": 0.625, "val": 0.5} and "lines" not in bart
+    curve = eric["curve"]
+    assert curve["step"] == [2, 4] and curve["val_lm_loss"] == [8.0, 7.0] and curve["val_cl_ratio"] == [0.75, 0.5]
+    assert all(len(v) == 2 for v in curve.values()) and "curve" not in bart  # bart kept no snapshots
