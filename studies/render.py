@@ -29,10 +29,11 @@ import yaml
 from eric.config import PROJECT_ROOT, Params
 from eric.evaluate.report import ReportInputs, analysis_rows, display_name, table_rows, training_rows
 from eric.evaluate.report import ANALYSIS_COLUMNS, TRAINING_COLUMNS
-from eric.evaluate.report import _markdown_table as markdown_table
+from eric.evaluate.report import markdown_table, number, text_table
 from eric.evaluate.scoring import METRIC_NAMES
 from eric.evaluate.intervals import seed_interval
 from eric.evaluate.world_metrics import WORLD_HEADER, world_rows
+from benchmarks.blocks import BLOCKS as BENCHMARK_BLOCKS
 from studies.anonymization.render import table as anonymization_table
 from studies.currency import older, retired_note, study_drift
 from studies.retired import BLOCKS as RETIRED_BLOCKS
@@ -96,10 +97,10 @@ def corpus_stats() -> str:
         return "_No committed `data/processed/stats.json`: `dvc repro preprocess` writes it._\n"
     splits = [s for s in ("train", "val", "test") if isinstance(stats.get(s), dict)]
     keys = [k for k, v in stats[splits[0]].items() if isinstance(v, (int, float))] if splits else []
-    rows = [[split, *(_num(stats[split].get(k)) for k in keys)] for split in splits]
-    skipped = ", ".join(f"{k} {_num(v)}" for k, v in sorted((stats.get("skipped") or {}).items())) or "none"
-    counts = (f"{stats.get('corpus', 'corpus')}: {_num(stats.get('stories_in'))} stories in = "
-              f"{_num(stats.get('examples_out'))} examples out + {_num(stats.get('skipped_total'))} skipped ({skipped}).")
+    rows = [[split, *(number(stats[split].get(k)) for k in keys)] for split in splits]
+    skipped = ", ".join(f"{k} {number(v)}" for k, v in sorted((stats.get("skipped") or {}).items())) or "none"
+    counts = (f"{stats.get('corpus', 'corpus')}: {number(stats.get('stories_in'))} stories in = "
+              f"{number(stats.get('examples_out'))} examples out + {number(stats.get('skipped_total'))} skipped ({skipped}).")
     return markdown_table(["split", *keys], rows) + "\n\n" + counts + "\n"
 
 
@@ -218,132 +219,6 @@ def _study_block(name: str) -> Callable[[], str]:
     return lambda: study_tables(load_study(PROJECT_ROOT / "studies" / name))
 
 
-# --- benchmarks (studies/benchmarks/outputs/*.json, written by the scripts) ----------------
-
-BENCH_OUTPUTS = PROJECT_ROOT / "benchmarks" / "outputs"
-
-
-def benchmarks() -> str:
-    rows = []
-    for path in sorted(BENCH_OUTPUTS.glob("*.json")):
-        record = json.loads(path.read_text())
-        host = record.get("host") or {}
-        figures = "; ".join(f"{k} {_num(v)}" for k, v in (record.get("result") or {}).items()
-                            if isinstance(v, (int, float)))
-        rows.append([f"`{record.get('benchmark', path.stem)}`", figures or MISSING,
-                     f"{host.get('cores', '?')} cores, load {_num(host.get('load'))}",
-                     str(record.get("commit", "?"))[:7]])
-    if not rows:
-        return "_No benchmark has written its JSON yet._\n"
-    return text_table(["benchmark", "figures", "host", "commit"], rows)
-
-
-def sample_steps() -> str:
-    """bench_sample.py's tokens/s per decoding step and batch size (its `--decode-steps` run)."""
-    record = _json(BENCH_OUTPUTS / "bench_sample.json") or {}
-    result, rows = record.get("result") or {}, []
-    for key in (k.removeprefix("ratio_") for k in result if k.startswith("ratio_")):
-        batch, _, step = key.removeprefix("batch").partition("_")
-        rows.append([step or "dynamic", batch, _num(result.get(f"eric_tokens_per_s_{key}")),
-                     _num(result.get(f"bart_tokens_per_s_{key}")), _num(result.get(f"ratio_{key}"))])
-    if not rows:
-        return "_bench_sample.py has not recorded a run._\n"
-    host = record.get("host") or {}
-    about = (f"`{record.get('command', '?')}` at {str(record.get('commit', '?'))[:7]}, {host.get('cores', '?')} cores, "
-             f"{host.get('torch_threads') or '?'} torch thread(s), load {_num(host.get('load'))}, "
-             f"{result.get('clock', '?')} clock, preset {result.get('size', '?')}")
-    return text_table(["decode step", "batch", "ERIC tok/s", "BART tok/s", "ERIC/BART"], rows) + f"\n{about}\n"
-
-
-OP_FIGURES = {"param_tensors": "parameter tensors", "ops": "operators", "kernel_ops": "kernel-launching operators",
-              "matmul_ops": "matrix products and attention", "ops_per_tensor": "operators per parameter tensor",
-              "compiled_kernels": "kernels of the compiled step"}
-
-
-def op_budget() -> str:
-    """bench_ops.py's counts per training micro-step: one row per figure and size preset."""
-    record = _json(BENCH_OUTPUTS / "bench_ops.json") or {}
-    result, rows = record.get("result") or {}, []
-    for size in dict.fromkeys(k.split("_", 1)[0] for k in result if k.endswith("_ratio_ops")):
-        for key, label in OP_FIGURES.items():
-            if f"{size}_ratio_{key}" in result:
-                rows.append([size, label, *(_num(result[f"{size}_{model}_{key}"]) for model in ("eric", "bart", "ratio"))])
-    if not rows:
-        return "_bench_ops.py has not recorded a run._\n"
-    about = (f"`{record.get('command', '?')}` at {str(record.get('commit', '?'))[:7]}: one micro-step (forward + "
-             f"backward) of {result.get('batch')} rows of {result.get('src')} + {result.get('tgt')} tokens, on CPU")
-    return markdown_table(["preset", "per micro-step", "ERIC", "BART", "ERIC/BART"], rows) + f"\n\n{about}\n"
-
-
-GPU_OUTPUTS = BENCH_OUTPUTS / "gpu"
-
-
-def _gpu_records(prefix: str):
-    """(path, record, meta) of every committed `<prefix>_*.json` of the device runs, by name."""
-    for path in sorted(GPU_OUTPUTS.glob(f"{prefix}_*.json")):
-        record = json.loads(path.read_text())
-        yield path, record, record.get("meta") or {}
-
-
-def gpu_check() -> str:
-    parts = []
-    for path, record, meta in _gpu_records("gpu_check"):
-        about = ", ".join(f"{k} {meta[k]}" for k in ("device", "size", "batch", "src", "tgt", "bf16", "torch") if k in meta)
-        parts += [f"**`{path.name}`** (code: {path.stem.rsplit('_', 1)[-1]}; {about})", "", _gpu_table(record), ""]
-    return "\n".join(parts) if parts else "_No GPU check has been run._\n"
-
-
-def gpu_train() -> str:
-    """benchmarks/gpu_train.py's runs: one row per file, model and mode."""
-    rows = [row for path, record, meta in _gpu_records("gpu_train") for row in _gpu_train_rows(path, record, meta)]
-    if not rows:
-        return "_No run of gpu_train.py is committed._\n"
-    return markdown_table(["run", "set-up", "model", "mode", "tokens/s", "ERIC/BART", "padding", "MFU (count)",
-                           "MFU (6N)", "first step s", "ops / micro step", "syncs", "graph breaks"], rows) + "\n"
-
-
-def _gpu_train_rows(path: Path, record: dict, meta: dict) -> list[list[str]]:
-    cudnn = "" if meta.get("device") == "cpu" else \
-        f", cuDNN attention {'on' if meta.get('cudnn_attention', True) else 'off'}"
-    backend = f", compiled by {meta['backend']}" if "compiled" in meta.get("modes", []) and meta.get("backend") else ""
-    setup = (f"{meta.get('device', '?')}, {meta.get('micro_tokens', '?')} x {meta.get('accum', '?')}, "
-             f"pad to {meta.get('pad_multiple', 1)}{cudnn}{backend}")
-    results, rows = record.get("results") or {}, []
-    for model, result in results.items():
-        for mode in meta.get("modes", []):
-            r = result.get(mode)
-            if not r:
-                continue
-            bart = (results.get("bart") or {}).get(mode) or {}
-            ratio = r["tokens_per_s"] / bart["tokens_per_s"] if model == "eric" and bart else None
-            rows.append([f"`{path.stem.removeprefix('gpu_train_')}`", setup, model, mode, _num(r.get("tokens_per_s")),
-                         _num(ratio), _pct(r.get("padding")), _pct(r.get("mfu_count")), _pct(r.get("mfu_6n")),
-                         _num(r.get("first_step_seconds")), _num(r.get("ops_per_micro_step")),
-                         _num(r.get("syncs_per_micro_step")), _num(r.get("graph_breaks"))])
-    return rows
-
-
-def _pct(value) -> str:
-    return MISSING if value is None else f"{100 * value:.1f}%"
-
-
-def _gpu_table(record: dict) -> str:
-    """One row per figure, one column per model (gpu_check.py's `results`)."""
-    results = {m: _flat(r) for m, r in (record.get("results") or {}).items() if isinstance(r, dict)}
-    keys = list(dict.fromkeys(k for r in results.values() for k, v in r.items()
-                              if isinstance(v, (int, float)) and not isinstance(v, bool)))
-    rows = [[k, *(_num(r.get(k)) for r in results.values())] for k in keys]
-    return markdown_table(["figure", *results], rows)
-
-
-def _flat(d: dict, prefix: str = "") -> dict:
-    out = {}
-    for k, v in d.items():
-        key = f"{prefix}.{k}" if prefix else str(k)
-        out.update(_flat(v, key) if isinstance(v, dict) else {key: v})
-    return out
-
-
 # --- the registry and the files ---------------------------------------------------------
 
 # --- EntityWorld's sample story (generated, so it always matches the generator) -----------
@@ -392,14 +267,10 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "ablations": _study_block("ablations"),
     "baselines": _study_block("baselines"),
     "world-sample": world_sample,
-    "benchmarks": benchmarks,
-    "gpu-check": gpu_check,
-    "sample-steps": sample_steps,
-    "gpu-train": gpu_train,
-    "op-budget": op_budget,
     "anonymization": anonymization_table,
     "seeds-headline": lambda: seeds_table(load_study(PROJECT_ROOT / "studies" / "seeds"),
                                           metrics=("B-1", "MSJ-2", "MAUVE")).lstrip("\n"),
+    **BENCHMARK_BLOCKS,
     **RETIRED_BLOCKS,
 }
 
@@ -446,24 +317,6 @@ def render_all() -> list[Path]:
     for path, text in written.items():
         path.write_text(text)
     return list(written)
-
-
-def text_table(header: list[str], rows: list[list[str]]) -> str:
-    """A left-aligned table (the report's tables right-align their numbers)."""
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header), *("| " + " | ".join(r) + " |" for r in rows)]
-    return "\n".join(lines) + "\n"
-
-
-def _json(path: Path) -> dict | None:
-    return json.loads(path.read_text()) if path.is_file() else None
-
-
-def _num(value) -> str:
-    if value is None:
-        return MISSING
-    if isinstance(value, float):
-        return f"{value:,.3g}" if abs(value) < 100 else f"{value:,.0f}"
-    return f"{value:,}" if isinstance(value, int) else str(value)
 
 
 def main(argv: list[str]) -> int:

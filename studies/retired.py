@@ -18,7 +18,7 @@ import numpy as np
 
 from eric.config import PROJECT_ROOT
 from eric.evaluate.intervals import Interval, ratio_interval, seed_interval
-from eric.evaluate.report import _markdown_table as markdown_table
+from eric.evaluate.report import markdown_table
 
 WORLD = PROJECT_ROOT / "studies" / "entityworld" / "retired"
 PREDICTOR = PROJECT_ROOT / "studies" / "state_predictor" / "retired"
@@ -55,23 +55,19 @@ def counts(arm: str, field: str, texts: str = "stories.csv") -> np.ndarray:
 
 
 @lru_cache(maxsize=None)
-def grounded(arm: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per seed (rows) and story: parsed units, grounded units (every character, place and item
-    in the scene, so the state rules were applied) and their state violations, rechecked from
-    the kept samples (`samples.jsonl.gz`) with today's checker."""
-    from eric.world.checker import check_story
-    from eric.world.metrics import text_units
-    from eric.world.world import STATE_RULES, UNKNOWN_CHARACTER, UNKNOWN_ITEM, UNKNOWN_PLACE
+def grounded(arm: str) -> dict[str, np.ndarray]:
+    """seeds x stories of the checker's counts (eric/evaluate/world_checks.py: parsed,
+    grounded, grounded_state_violations, ...), rechecked from the kept samples with today's
+    checker: the retired runner's own files predate grounded units."""
+    from eric.evaluate.world_checks import columns, story_checks, story_counts
 
-    out = []
+    found = []
     for folder in runs(arm).values():
         with gzip.open(folder / "samples.jsonl.gz", "rt") as handle:
-            checks = [check_story(r["input"], text_units(r["stage_one"], MAX_UNITS)) for r in map(json.loads, handle)]
-        parsed = [[u for u in c.units if u.event is not None] for c in checks]
-        ok = [[u for u in us if not {UNKNOWN_CHARACTER, UNKNOWN_PLACE, UNKNOWN_ITEM} & set(u.violations)] for us in parsed]
-        out.append([[len(p), len(g), sum(v in STATE_RULES for u in g for v in u.violations)] for p, g in zip(parsed, ok)])
-    table = np.array(out, dtype=float)  # seeds x stories x (parsed, grounded, state violations)
-    return table[..., 0], table[..., 1], table[..., 2]
+            rows = [json.loads(line) for line in handle]
+        checks = story_checks([r["input"] for r in rows], [r["stage_one"] for r in rows], max_units=MAX_UNITS)
+        found.append(columns([story_counts(c) for c in checks]))
+    return {field: np.array([f[field] for f in found], dtype=float) for field in found[0]}
 
 
 def _mean(values: list[float]) -> float | None:
@@ -113,10 +109,10 @@ def world_arms() -> str:
 
 
 def per_seed(arm: str) -> dict[str, list[float | None]]:
-    parsed, ground, broken = (x.sum(1) for x in grounded(arm))
-    units = counts(arm, "units").sum(0)
-    share = lambda n, d: [float(a / b) if b else None for a, b in zip(n, d)]  # noqa: E731
-    return {"parse": share(parsed, units), "grounded": share(ground, parsed), "rate": share(broken, ground)}
+    total = {field: counts.sum(1) for field, counts in grounded(arm).items()}
+    share = lambda n, d: [float(a / b) if b else None for a, b in zip(total[n], total[d])]  # noqa: E731
+    return {"parse": share("parsed", "units"), "grounded": share("grounded", "parsed"),
+            "rate": share("grounded_state_violations", "grounded")}
 
 
 def world_seeds() -> str:

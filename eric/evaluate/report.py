@@ -184,7 +184,7 @@ def _bullets(lines: list[str]) -> Block:
 
 
 def _table(header: list[str], rows: list[list[str]]) -> Block:
-    return Block(_markdown_table(header, rows), _html_table(header, rows))
+    return Block(markdown_table(header, rows), _html_table(header, rows))
 
 
 def _images(plots: dict[str, str]) -> Block:
@@ -193,7 +193,7 @@ def _images(plots: dict[str, str]) -> Block:
     return Block(markdown, f"<div>{images}</div>")
 
 
-def _markdown_table(header: list[str], rows: list[list[str]]) -> str:
+def markdown_table(header: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines)
@@ -264,3 +264,18 @@ def write_report(inputs: ReportInputs, out_dir: str | Path) -> dict[str, Path]:
     paths["html"] = out_dir / "results.html"
     paths["html"].write_text(to_html(inputs, plots))
     return paths
+
+
+def text_table(header: list[str], rows: list[list[str]]) -> str:
+    """A left-aligned table (the report's tables right-align their numbers)."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header), *("| " + " | ".join(r) + " |" for r in rows)]
+    return "\n".join(lines) + "\n"
+
+
+def number(value) -> str:
+    """A figure for a table: 3 significant digits below 100, thousands separators above."""
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:,.3g}" if abs(value) < 100 else f"{value:,.0f}"
+    return f"{value:,}" if isinstance(value, int) else str(value)

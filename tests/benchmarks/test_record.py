@@ -13,7 +13,7 @@ sys.path.insert(0, str(PROJECT_ROOT / "benchmarks"))
 import bench_clean  # noqa: E402
 import record  # noqa: E402
 
-from studies import render  # noqa: E402
+from benchmarks import blocks  # noqa: E402
 
 
 def test_a_benchmark_records_its_figures_with_host_and_commit(tmp_path, monkeypatch):
@@ -31,11 +31,11 @@ def test_a_benchmark_records_its_figures_with_host_and_commit(tmp_path, monkeypa
 def test_the_benchmarks_block_is_rendered_from_the_recorded_files(tmp_path, monkeypatch):
     folder = tmp_path / "benchmarks" / "outputs"
     record.record("bench_demo", {"tokens_per_s": 1234.5, "label": "x"}, folder)
-    monkeypatch.setattr(render, "BENCH_OUTPUTS", folder)
-    block = render.benchmarks()
+    monkeypatch.setattr(blocks, "BENCH_OUTPUTS", folder)
+    block = blocks.benchmarks()
     assert "| `bench_demo` | tokens_per_s 1,234 |" in block and f"{os.cpu_count()} cores" in block
 
 
 def test_the_records_are_written_where_the_docs_are_rendered_from():
-    assert record.OUTPUTS == PROJECT_ROOT / "benchmarks" / "outputs" == render.BENCH_OUTPUTS
+    assert record.OUTPUTS == PROJECT_ROOT / "benchmarks" / "outputs" == blocks.BENCH_OUTPUTS
     assert (record.OUTPUTS / "bench_clean.json").is_file() and (record.OUTPUTS / "gpu").is_dir()
