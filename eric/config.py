@@ -164,6 +164,10 @@ class TokenizerParams(Section):
 
 
 
+# the ERIC mechanisms a variant keeps or drops -> EricConfig's switch of each (eric/model/config.py)
+SWITCHES = {"state_attention": "use_state_attention", "state": "use_state", "entity": "use_entity"}
+
+
 class VariantParams(Section):
     """One model variant: its architecture and which ERIC mechanisms it keeps (eric/model/variants.py).
     A baseline (kind != eric) is BART with its own objective: it keeps no ERIC mechanism, and its own
@@ -191,13 +195,18 @@ class VariantParams(Section):
         if data.get("kind", "eric") != "eric":
             data = {"state_attention": False, "state": False, "entity": False, **data}
         if data.get("two_stage") is None:
-            mechanisms = any(data.get(k, True) for k in ("state_attention", "state", "entity"))
+            mechanisms = any(data.get(k, True) for k in SWITCHES)
             data = {**data, "two_stage": data.get("kind", "eric") == "eric" and mechanisms}
         return data
 
     @property
     def form(self) -> str:
         return form_label(self.two_stage)
+
+    @property
+    def switches(self) -> dict:
+        """EricConfig's mechanism switches (SWITCHES) as this variant sets them."""
+        return {switch: getattr(self, mechanism) for mechanism, switch in SWITCHES.items()}
 
     @model_validator(mode="after")
     def _check(self) -> "VariantParams":
@@ -324,29 +333,51 @@ RECIPES: dict[str, dict] = {
 }
 
 
-class ModelParams(Section):
-    """The stage-one model (eric/model): size, init, the paper's knobs, paper-vs-code options."""
+class EricSettings(Section):
+    """ERIC's knobs of the `model` section, each declared here once: EricConfig (eric/model/config.py)
+    has a field of the same name for each (its config.json key), typed as config.json holds it, with
+    this default (PAPER_VALUES: where it keeps the paper's) and checked against these bounds; the
+    model reads them under these names (`ModelParams.eric_settings()`). Defaults follow the paper;
+    where the authors' released code behaves differently, a switch reproduces the code."""
 
-    size: Literal["mini", "tiny", "base"] = "tiny"  # mini: d128 2+2 layers; tiny: d256 3+3 layers; base: bart-base dims
-    init: str | None = None  # a local BART checkpoint dir (e.g. facebook/bart-base); its dims win over size
     num_states: int = Field(512, ge=1)  # K
     state_dim: int = Field(128, ge=1)  # D
     max_entities: int = Field(100, ge=1, le=1000)  # keep equal to preprocess.max_entities
-    tau: float = Field(0.1, gt=0)
-    lambda_entity: float = Field(1.0, ge=0)
-    lambda_contrastive: float = Field(1.0, ge=0)
+    tau: float = Field(0.1, gt=0)  # L_CL's temperature
+    lambda_entity: float = Field(1.0, ge=0)  # weight of L_Ent
+    lambda_contrastive: float = Field(1.0, ge=0)  # weight of L_CL
     state_attention_heads: int = Field(1, ge=1)  # the authors' code: one head of D dims
-    dropout: float = Field(0.1, ge=0, lt=1)
-    # paper (default) vs the authors' released code
-    detach_planner_inputs: bool = True  # the code (paper: False); L_CL learns only with True (docs/state-predictor.md)
-    hard_negatives: bool = True  # paper (its e_6 example) and code: another entity of the unit is a negative
+    # paper vs the authors' released code
+    # true, the code: the planner and predictor read detached decoder states; false, the paper: L_Ent and
+    # L_CL train the decoder too. L_CL learns only with true (docs/state-predictor.md)
+    detach_planner_inputs: bool = True
+    hard_negatives: bool = True  # paper (its e_6 example) and code: another entity of the unit is a negative too
     entity_temperature: float = Field(1.0, gt=0)  # code: 1.2 (sampling the next entity)
-    first_unit_state: bool = True  # code: false (unit 1 carries no entity/state)
+    first_unit_state: bool = True  # code: false (unit 1 carries no entity/state and is no planner target)
+
+
+# EricConfig's default where the default above is not the paper's: a bare EricConfig() and a
+# config.json without the key keep the paper's value
+PAPER_VALUES = {"detach_planner_inputs": False}
+
+
+class ModelParams(EricSettings):
+    """The stage-one model (eric/model): size, init, ERIC's knobs (EricSettings), the state space,
+    paper-vs-code options, the variants."""
+
+    size: Literal["mini", "tiny", "base"] = "tiny"  # mini: d128 2+2 layers; tiny: d256 3+3 layers; base: bart-base dims
+    init: str | None = None  # a local BART checkpoint dir (e.g. facebook/bart-base); its dims win over size
+    dropout: float = Field(0.1, ge=0, lt=1)
     entity_choice: Literal["uniform", "occurrence"] = "uniform"  # code: occurrence
     max_source_length: int = Field(128, ge=8)
     max_target_length: int = Field(512, ge=8)
     state_space: StateSpaceParams = StateSpaceParams()
     variants: dict[str, VariantParams] = DEFAULT_VARIANTS
+
+    def eric_settings(self) -> dict:
+        """EricConfig's ERIC fields of this section under their own names: EricSettings' and the state
+        space resolved for `init`."""
+        return {**self.model_dump(include=set(EricSettings.model_fields)), **self.state_space.resolved(self.init)}
 
 
 class LoopSettings(Section):

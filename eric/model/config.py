@@ -1,19 +1,21 @@
 """`EricConfig`: a BART config plus the entity-state knobs of the paper.
 
-Defaults follow the paper (K=512 states of D=128 dimensions, at most 100 entities,
-tau=0.1, lambda1=lambda2=1). Where the authors' released code behaves differently,
-a switch reproduces the code and its default is the paper's behaviour:
+ERIC's fields are not declared here. Each is declared once in eric/config.py, with its
+default, bounds and comment, and EricConfig takes a field of the same name from there
+(`eric_fields`), typed as config.json holds it:
 
-    detach_planner_inputs  paper False: L_Ent and L_CL train the decoder too;
-                           code True: the planner and predictor read detached states
-    hard_negatives         True (paper and code): another entity of the same unit is a
-                           negative too (the paper's e_6 example); False: in-batch only
-    entity_temperature     paper 1.0; code 1.2 (sampling the next entity)
-    first_unit_state       paper True: unit 1 carries an entity and a state too;
-                           code False: unit 1 gets neither and is no planner target
+    EricSettings           K, D, max_entities, tau, the loss weights, the state attention's
+                           heads, and the switches that reproduce the authors' released code
+                           where it differs from the paper; EricConfig keeps the paper's
+                           default for each (PAPER_VALUES where params.yaml's is the code's)
+    SWITCHES               the ablation switches use_<mechanism> of VariantParams' mechanisms
+    StateSpaceParams       the state space's options, the paper recipe's values as defaults
 
-The state space (docs/state-space.md). Defaults are the paper and the authors' code;
-params.yaml's `model.state_space.recipe` names bundles of these (eric/config.py RECIPES):
+A saved model's config.json holds each under its name; a key an older config.json lacks
+reads as that default. `validate_eric` checks every value against its declaration.
+
+The state space (docs/state-space.md), what each option does. Defaults are the paper and the
+authors' code; params.yaml's `model.state_space.recipe` names bundles of these (eric/config.py RECIPES):
 
     codebook_init_std      None: BART's init_std (0.02, the code's nn.Embedding);
                            1.0 was this project's first version (nearly frozen under Adam)
@@ -54,13 +56,14 @@ planner). All three off is plain BART reading sentence tokens.
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal, get_origin
+from types import UnionType
+from typing import Any, ClassVar, Literal, Union, get_args, get_origin
 
 from huggingface_hub.dataclasses import strict
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 from transformers import BartConfig
 
-from eric.config import RECIPES, STATE_SPACE_CHOICES
+from eric.config import PAPER_VALUES, RECIPES, SWITCHES, EricSettings, StateSpaceParams, VariantParams
 
 
 def _config_type(annotation):
@@ -75,46 +78,47 @@ def _config_type(annotation):
 
 NONE_CLASS = 0  # entity-planner class for "no entity"; class i+1 is placeholder <ei>
 PAPER = RECIPES["paper"]
+NULLABLE = {"ema_decay"}  # may be null in an older config.json (off), besides those whose default is None
+
+
+def _setting_type(annotation, nullable: bool):
+    """The type a config field holds for a declaration's annotation (one type, or it or None: null
+    in params.yaml means "the recipe's"): `_config_type`'s, or None too where a config may hold null."""
+    if get_origin(annotation) in (Union, UnionType):
+        (annotation,) = [a for a in get_args(annotation) if a is not type(None)]
+    held = _config_type(annotation)
+    return held | None if nullable else held
+
+
+def eric_fields() -> dict[str, tuple[Any, Any]]:
+    """EricConfig's ERIC fields, from their one declaration each (eric/config.py): name -> (the type
+    config.json holds, the default). EricSettings' (their defaults the paper's: PAPER_VALUES), the
+    mechanism switches (SWITCHES, of VariantParams), the state space's (the paper recipe's values)."""
+    fields = {name: (_setting_type(f.annotation, False), PAPER_VALUES.get(name, f.default))
+              for name, f in EricSettings.model_fields.items()}
+    for mechanism, switch in SWITCHES.items():
+        f = VariantParams.model_fields[mechanism]
+        fields[switch] = (_setting_type(f.annotation, False), f.default)
+    for name, f in StateSpaceParams.model_fields.items():
+        if name != "recipe":
+            fields[name] = (_setting_type(f.annotation, PAPER[name] is None or name in NULLABLE), PAPER[name])
+    return fields
+
+
+def _declare(namespace: dict, fields: dict[str, tuple[Any, Any]]) -> None:
+    """Annotate and default `fields` in a class body's namespace (`vars()`): what `name: type = default`
+    lines would, before the config class becomes a dataclass."""
+    for name, (held, default) in fields.items():
+        namespace["__annotations__"][name] = held
+        namespace[name] = default
 
 
 @strict
 class EricConfig(BartConfig):
     model_type = "eric"
 
-    num_states: int = 512
-    state_dim: int = 128
-    max_entities: int = 100
-    tau: float | int = 0.1
-    lambda_entity: float | int = 1.0
-    lambda_contrastive: float | int = 1.0
-    state_attention_heads: int = 1
-
-    use_state_attention: bool = True
-    use_state: bool = True
-    use_entity: bool = True
-
-    detach_planner_inputs: bool = False
-    hard_negatives: bool = True
-    entity_temperature: float | int = 1.0
-    first_unit_state: bool = True
-
-    # the state space: params.yaml's model.state_space options under the same names, the paper
-    # recipe's values as defaults (eric/config.py RECIPES, STATE_SPACE_CHOICES: declared there once)
-    codebook_init_std: float | int | None = PAPER["codebook_init_std"]
-    codebook_gradient: str = PAPER["codebook_gradient"]
-    sentence_encoder_embeddings: str = PAPER["sentence_encoder_embeddings"]
-    decay_codebook_and_embeddings: bool = PAPER["decay_codebook_and_embeddings"]
-    decay_weights: bool = PAPER["decay_weights"]
-    state_init: str = PAPER["state_init"]
-    state_init_events: int = PAPER["state_init_events"]
-    dead_code_steps: int = PAPER["dead_code_steps"]
-    ema_decay: float | int | None = PAPER["ema_decay"]  # 0 (or None, older configs): off
-    entropy_weight: float | int = PAPER["entropy_weight"]
-    event_norm: str = PAPER["event_norm"]
-    event_gradient: str = PAPER["event_gradient"]
-    predictor_residual: bool = PAPER["predictor_residual"]
-    predictor_scale: str = PAPER["predictor_scale"]
-    contrastive_candidates: str = PAPER["contrastive_candidates"]
+    # ERIC's fields, declared in eric/config.py (eric_fields), in this order before the token ids
+    _declare(vars(), eric_fields())
 
     sent_token_id: int | None = None
     entity_token_ids: list[int] | None = None
@@ -144,23 +148,18 @@ class EricConfig(BartConfig):
             self.options_model(**{name: getattr(self, name) for name in self.options_model.model_fields})
 
     def validate_eric(self):
-        """Run by `@strict` at construction: one clear message per bad value."""
+        """Run by `@strict` at construction: one clear message per bad value. Each ERIC field holds
+        what its declaration allows (bounds, choices: eric/config.py); a config.json may come from anywhere."""
         if self.use_state and not self.use_entity:
             raise ValueError("use_state needs use_entity (the state predictor reads the planned entity)")
-        for name in ("num_states", "state_dim", "max_entities", "state_attention_heads"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1")
+        for section in (EricSettings, StateSpaceParams):
+            try:
+                section.model_validate({name: getattr(self, name) for name in section.model_fields if name != "recipe"})
+            except ValidationError as exc:
+                error = exc.errors()[0]
+                raise ValueError(f"{error['loc'][0]}: {error['msg']}, not {error['input']!r}") from None
         if self.state_dim % self.state_attention_heads:
             raise ValueError("state_dim must be divisible by state_attention_heads")
-        if self.tau <= 0 or self.entity_temperature <= 0:
-            raise ValueError("tau and entity_temperature must be > 0")
-        for name, allowed in STATE_SPACE_CHOICES.items():  # a config.json may come from anywhere
-            if getattr(self, name) not in allowed:
-                raise ValueError(f"{name} must be one of {allowed}, not {getattr(self, name)!r}")
-        if self.ema_decay and not 0 < self.ema_decay < 1:
-            raise ValueError("ema_decay must be in (0, 1), or 0 (off)")
-        if self.dead_code_steps < 0 or self.entropy_weight < 0 or self.state_init_events < 1:
-            raise ValueError("dead_code_steps and entropy_weight must be >= 0, state_init_events >= 1")
 
     def check_token_ids(self) -> None:
         """The ids a model needs (checked when one is built, so a bare EricConfig() stays valid)."""

@@ -68,8 +68,7 @@ class Variant:
     @property
     def switches(self) -> dict:
         """EricConfig's mechanism switches."""
-        return dict(use_state_attention=self.spec.state_attention, use_state=self.spec.state,
-                    use_entity=self.spec.entity)
+        return self.spec.switches
 
 
 def resolve_variant(params: ModelParams, name: str) -> Variant:
@@ -97,18 +96,7 @@ def eric_options(params: ModelParams, variant: Variant | str, ids: SpecialTokenI
     return dict(
         variant=variant.name,
         two_stage=variant.two_stage,
-        num_states=params.num_states,
-        state_dim=params.state_dim,
-        max_entities=params.max_entities,
-        tau=params.tau,
-        lambda_entity=params.lambda_entity,
-        lambda_contrastive=params.lambda_contrastive,
-        state_attention_heads=params.state_attention_heads,
-        detach_planner_inputs=params.detach_planner_inputs,
-        hard_negatives=params.hard_negatives,
-        entity_temperature=params.entity_temperature,
-        first_unit_state=params.first_unit_state,
-        **params.state_space.resolved(params.init),  # model.state_space under EricConfig's own names
+        **params.eric_settings(),  # the model section's ERIC settings under EricConfig's own names
         sent_token_id=ids.sent,
         entity_token_ids=list(ids.entities),
         pad_token_id=ids.pad,
