@@ -16,8 +16,5 @@ def test_training_pins_let_a_count_move_by_five_percent_of_itself_on_another_cpu
     assert _difference({"states_used": 38.0}, {"states_used": 37.0}, "k", TRAINING) is None  # read back from a CSV
     assert _difference({"states_used": 38}, {"states_used": 35}, "k", TRAINING) == "k.states_used: 38 != 35"
     assert _difference([{"step": 2}], [{"step": 3}], "k", TRAINING) == "k[0].step: 2 != 3"
-    assert _difference([{"states_used": 16}], [{"states_used": 17}], "k", TRAINING) is None  # one tie, 6%
-    assert _difference([{"states_used": 16}], [{"states_used": 18}], "k", TRAINING) == "k[0].states_used: 16 != 18"
-    assert _difference([{"codes_replaced": 16.0}], [{"codes_replaced": 17.0}], "k", TRAINING) is not None
     assert _difference({"loss": 2.5}, {"loss": 2.6}, "k", TRAINING) is None  # 4% on other kernels
     assert _difference({"variant": "eric"}, {"variant": "bart"}, "k", TRAINING) == "k.variant: 'eric' != 'bart'"
