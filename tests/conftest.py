@@ -14,7 +14,15 @@ import pytest
 
 from eric.config import PROJECT_ROOT, load_params
 
-pytest_plugins = ["tests.order", "tests.guard"]  # --random-order SEED; the working tree left alone
+pytest_plugins = ["tests.guard", "pytester"]  # the working tree left alone; pytester: tests/test_order.py
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """pytest-randomly's seed again at the end, where a failure is read: a quiet run (pyproject's
+    `-q`) shows no header, where pytest-randomly prints it."""
+    seed = config.getoption("randomly_seed", None)
+    if seed is not None and config.getoption("randomly_reorganize", False):
+        terminalreporter.write_line(f"Using --randomly-seed={seed} (pass it to repeat this order and these seeds)")
 
 # stages/ and flows/ are script folders (DVC and Prefect run their files by path); their
 # modules import their siblings by bare name, so tests import them that way too
