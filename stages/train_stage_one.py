@@ -74,7 +74,10 @@ def prepare(params: Params, variant: str) -> TrainingJob:
         # a baseline's own batch inputs (training-split statistics counted once, e.g. PlanAhead's IDF)
         extras=architecture.collator_extras(model.config, tokenizer, train),
     )
-    model_params = m.model_dump(exclude={"variants"}) | {"switches": resolved.spec.model_dump()}
+
+    def model_params() -> dict:  # the fingerprint's and MLflow's record of the model settings
+        return m.model_dump(exclude={"variants"}) | {"switches": resolved.spec.model_dump()}
+
     return TrainingJob(
         stage="train_stage_one", variant=variant, params=params,
         settings=t.loop(), model=model, tokenizer=tokenizer,

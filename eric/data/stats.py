@@ -108,8 +108,7 @@ class PreprocessStats:
             "stories_over_cap": self.stories_over_cap,
             "mentions_mode": self.mentions_mode,
             "name_coverage": name_coverage(*(sum(getattr(s, k) for s in self.splits.values()) for k in ("mentions", "names_left"))),
-            "id_collisions": self.id_collisions,
-            "seconds": round(self.seconds, 1),
+            "id_collisions": self.id_collisions,  # not `seconds`: printed (summary), never in the output
             **{split: s.table_row() for split, s in self.splits.items()},
         }
 

@@ -44,6 +44,11 @@ def check_out(out: Path, inputs: Path, overwrite: bool = False) -> Path:
     return out
 
 
+# the summary's wall-clock figures: printed (the stage log), never written into the samples file,
+# whose bytes would then differ on every rerun and rerun both evaluate stages
+TIMED = ("seconds", "tokens_per_s")
+
+
 def sample_to_file(inputs: list, out: Path, settings: Params, model_dir: Path, mentions_dir: Path | None,
                    names: list[str], variant: str | None = None, metadata: dict | None = None) -> tuple[list[dict], dict]:
     """The one body of sampling, for the DVC stage and `eric sample`: load the models (a
@@ -67,9 +72,10 @@ def sample_to_file(inputs: list, out: Path, settings: Params, model_dir: Path, m
     summary = {**({"variant": variant} if variant else {}), "form": form_label(is_two_stage(model)),
                "stories": len(rows), "stage_one_tokens": tokens, "seconds": round(seconds, 1),
                "tokens_per_s": round(tokens / seconds, 1) if seconds else None, **fallback_summary(rows)}
+    untimed = {k: v for k, v in summary.items() if k not in TIMED}  # a rerun writes the same file
     write_samples(rows, out, {**(metadata or {}), "model_dir": str(model_dir), "mentions_dir": str(mentions_dir or ""),
                               "options": options.as_dict(), "device": device,
-                              "stage_one_decoding": stage_one_decoding(model, options), "summary": summary})
+                              "stage_one_decoding": stage_one_decoding(model, options), "summary": untimed})
     return rows, summary
 
 

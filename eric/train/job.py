@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 import torch
 
 from eric.config import Params, form_label, resolve_path
-from eric.tracking import start_run
+from eric.tracking import NullTracker, RunTracker, start_run
 from eric.train.checkpoint import CheckpointManager, save_pretrained_atomic
 from eric.train.codebook import codebook_hooks
 from eric.train.errors import TrainError
@@ -48,7 +48,8 @@ class TrainingJob:
     metrics_path: Path
     plots_path: Path  # train curve; the validation curve goes beside it as <name>_val.csv
     inputs: list[Path] = field(default_factory=list)  # data/tokenizer files in the fingerprint
-    model_params: dict = field(default_factory=dict)  # the model section this run used
+    # the model section this run used, read where the fingerprint and MLflow record it (no output holds it)
+    model_params: Callable[[], dict] = dict
     train_lengths: Sequence[int] | None = None
     val_lengths: Sequence[int] | None = None
 
@@ -89,14 +90,14 @@ def file_digest(paths: Sequence[Path]) -> str:
 def fingerprint(job: TrainingJob) -> str:
     settings = job.settings.model_dump(exclude=COSMETIC)
     spec = {"stage": job.stage, "variant": job.variant, "seed": job.params.seed,
-            "settings": settings, "model": job.model_params, "inputs": file_digest(job.inputs),
+            "settings": settings, "model": job.model_params(), "inputs": file_digest(job.inputs),
             "examples": [len(job.train_set), len(job.val_set)]}
     return hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def tracked_params(job: TrainingJob) -> dict:
     return {"seed": job.params.seed, "variant": job.variant, "corpus": job.params.corpus.model_dump(),
-            "model": job.model_params, "tokenizer": job.params.tokenizer.model_dump(),
+            "model": job.model_params(), "tokenizer": job.params.tokenizer.model_dump(),
             "train": job.settings.model_dump(),
             "parameters": sum(p.numel() for p in job.model.parameters())}
 
@@ -109,15 +110,7 @@ def run_job(job: TrainingJob) -> dict:
     checkpoint_dir = resolve_path(job.params.train.checkpoint_dir) / job.stage / job.variant
     snapshot_dir = resolve_path(job.params.train.checkpoint_dir) / "snapshots" / job.stage / job.variant
     resume = CheckpointManager(checkpoint_dir, rank, fingerprint=key).peek()
-    tags = {"state_space_recipe": recipe} if (recipe := state_space_recipe(job)) else {}
-    two_stage = getattr(job.model.config, "two_stage", None)  # stage-one models only
-    if two_stage is not None:
-        tags["eric.form"] = form_label(two_stage)
-    tracker = start_run(
-        job.params.corpus.name, stage=job.stage, variant=job.variant, params=tracked_params(job), tags=tags,
-        run_id=(resume or {}).get("extra", {}).get("mlflow_run_id"),
-        enabled=job.params.train.mlflow and rank.is_main,
-    )
+    tracker = open_run(job, rank.is_main, (resume or {}).get("extra", {}).get("mlflow_run_id"))
     if has_phases(job.model):  # a model trained in phases starts in its main one
         job.model.set_training_phase("main")
     try:
@@ -149,6 +142,19 @@ def run_job(job: TrainingJob) -> dict:
         raise
     tracker.finish()
     return metrics
+
+
+def open_run(job: TrainingJob, main_rank: bool, run_id: str | None) -> RunTracker:
+    """The job's MLflow run (`run_id`: reopened on resume); a null one off the main rank or with
+    `train.mlflow: false`, for which nothing that only MLflow records is read."""
+    if not (job.params.train.mlflow and main_rank):
+        return NullTracker()
+    tags = {"state_space_recipe": recipe} if (recipe := state_space_recipe(job)) else {}
+    two_stage = getattr(job.model.config, "two_stage", None)  # stage-one models only
+    if two_stage is not None:
+        tags["eric.form"] = form_label(two_stage)
+    return start_run(job.params.corpus.name, stage=job.stage, variant=job.variant, params=tracked_params(job),
+                     tags=tags, run_id=run_id)
 
 
 def state_space_recipe(job: TrainingJob) -> str | None:

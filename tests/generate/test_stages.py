@@ -12,6 +12,7 @@ import sample as sample_stage
 from eric.config import ParamsError
 from eric.evaluate.errors import EvaluationError
 from eric.evaluate.state_transitions import read_transitions
+from eric.generate.command import TIMED
 from eric.generate.errors import SampleError
 from eric.generate.merge import PLACEHOLDER
 from eric.generate.schema import read_metadata, read_samples
@@ -37,6 +38,18 @@ def test_sample_stage_writes_one_row_per_test_input(pipeline):
     meta = read_metadata(root / "outputs" / "samples" / "eric.parquet")
     assert meta["variant"] == "eric" and meta["options"]["max_length"] == 24 and meta["options"]["seed"] == 42
     assert meta["options"]["decoding"] == "shared" and meta["stage_one_decoding"]["top_p"] == 0.9
+
+
+def test_a_rerun_of_the_sample_stage_writes_the_same_file(pipeline):
+    """No wall time in the samples file: a rerun with the same texts leaves its bytes (and so
+    both evaluate stages, which depend on it) alone; the timings go to the stage's log."""
+    root, summaries, _, _ = pipeline
+    path = root / "outputs" / "samples" / "eric.parquet"
+    before = path.read_bytes()
+    again = sample_stage.run.fn("eric", str(root / "params.yaml"))
+    assert path.read_bytes() == before
+    assert "seconds" in again and "seconds" not in read_metadata(path)["summary"]
+    assert {k: v for k, v in again.items() if k not in TIMED} == read_metadata(path)["summary"]
 
 
 def test_evaluate_stage_writes_metrics_and_analyses(pipeline):
