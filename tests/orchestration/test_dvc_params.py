@@ -13,7 +13,6 @@ import ast
 import csv
 import importlib
 import json
-from contextlib import contextmanager
 from pathlib import Path
 
 import grimp
@@ -23,6 +22,7 @@ import yaml
 
 from eric.config import DEFAULT_PARAMS, PROJECT_ROOT, anchored_paths, load_params, set_dotted
 from tests.orchestration.params_reads import ParamsReads, leaves
+from tests.pins import one_thread
 
 STAGES = yaml.safe_load((PROJECT_ROOT / "dvc.yaml").read_text())["stages"]
 # modules no stage lists on purpose: settings reach stages as params (params.yaml is a dep),
@@ -165,19 +165,6 @@ def projects(tmp_path_factory) -> dict[str, Path]:
     """project -> its params file (PROJECTS), in a tmp folder."""
     base = tmp_path_factory.mktemp("reads")
     return {name: _write_project(base, name) for name in PROJECTS}
-
-
-@contextmanager
-def one_thread():
-    """Tiny models run faster on one thread than on busy cores."""
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 import yaml
@@ -20,11 +21,16 @@ def demo(tmp_path, monkeypatch):
     folder.mkdir(parents=True)
     (folder / "study.yaml").write_text("title: Demo\nconfigurations:\n  small: {variants: [bart], set: {seed: 7}}\n"
                                        "  other: {profile: smoke}\n")
+    return folder, fake_runs(monkeypatch)
+
+
+def fake_runs(monkeypatch) -> list[dict]:
+    """The pipeline flow replaced by one that keeps a metrics file and records its call."""
     calls = []
 
     def fake_pipeline(**kwargs):
         calls.append(kwargs)
-        kept = tmp_path / kwargs["keep"]
+        kept = Path(kwargs["keep"])
         (kept / "metrics" / "evaluate").mkdir(parents=True, exist_ok=True)
         (kept / "metrics" / "evaluate" / "bart.json").write_text(json.dumps({"B-1": 12.5}))
         return {"git": {"commit": "0123456789ab", "dirty": False}, "command": "dvc exp run", "overrides": {},
@@ -32,7 +38,7 @@ def demo(tmp_path, monkeypatch):
 
     monkeypatch.setattr(study_flow, "pipeline", fake_pipeline)
     monkeypatch.setattr(study_flow, "render_pages", lambda: "")
-    return folder, calls
+    return calls
 
 
 def test_each_configuration_runs_once_and_is_kept_with_its_provenance(demo):
@@ -85,17 +91,7 @@ def test_a_grid_study_runs_each_arm_and_seed_as_a_configuration(tmp_path, monkey
     folder.mkdir(parents=True)
     (folder / "study.yaml").write_text("title: Grid\ngrids:\n  w:\n    profile: world\n    set: {train.max_steps: 3}\n"
                                        "    seeds: [1, 2]\n    arms: {eric: {variants: [eric]}}\n")
-    calls = []
-
-    def fake_pipeline(**kwargs):
-        calls.append(kwargs)
-        return {"git": {"commit": "0123456789ab", "dirty": False}, "command": "dvc exp run", "overrides": {},
-                "mlflow": {"run_id": "r"}}
-
-    monkeypatch.setattr(study_flow, "pipeline", fake_pipeline)
-    monkeypatch.setattr(study_flow, "render_pages", lambda: "")
-    (folder / "outputs" / "w-eric-seed1").mkdir(parents=True)
-    (folder / "outputs" / "w-eric-seed2").mkdir(parents=True)
+    calls = fake_runs(monkeypatch)
     with disable_run_logger():
         assert study_flow.study.fn(str(folder)) == {"w-eric-seed1": "ran", "w-eric-seed2": "ran"}
     assert [(c["profile"], c["overrides"], c["variants"]) for c in calls] == [
