@@ -186,18 +186,18 @@ def world_lines(params: Params, variant: str, tokenizer) -> dict:
 
 
 @stage_task
-def world_curve(params: Params, variant: str) -> dict | None:
-    """The checker over what each training snapshot writes (eric/evaluate/world_curve.py);
-    None when training kept no snapshot."""
+def world_curve(params: Params, variant: str) -> dict:
+    """The checker over what each training snapshot writes (eric/evaluate/world_curve.py)."""
     from eric.evaluate.world_curve import sample_snapshots, snapshots, world_curve as curve
     from eric.generate.sampler import SamplingOptions
     from eric.train.runtime import device_kind
 
     t = params.train
     found = snapshots(resolve_path(t.checkpoint_dir), variant)
-    if not found:
-        print(f"world {variant}: no snapshots (train.snapshot_every): no learning curve")
-        return None
+    if not found:  # asked for a curve: its absence is an error, not a silently missing table
+        raise EvaluationError(f"evaluate.world.curve_inputs is set but {resolve_path(t.checkpoint_dir)} holds no "
+                              f"snapshot of {variant}: train with train.snapshot_every (a training restored from "
+                              "DVC's run cache keeps none: dvc repro --force train_stage_one@" + variant + ")")
     rows = _world_rows(params, "test", params.evaluate.world.curve_inputs)
     sources = [r["source"] for r in rows]
     options = SamplingOptions.from_params(params, progress=False)
@@ -216,7 +216,7 @@ def world_section(params: Params, variant: str, model, tokenizer, coherence_vari
         out["probes"] = world_probes(params, variant, model, tokenizer)
     if model is not None and v.state:  # the reference line of L_CL, which only variants with states have
         out["lines"] = world_lines(params, variant, tokenizer)
-    if e.curve_inputs and (curve := world_curve(params, variant)) is not None:
+    if e.curve_inputs and (curve := world_curve(params, variant)):
         out["curve"] = curve
     return out
 

@@ -87,9 +87,10 @@ WATCHING = {
     "train.snapshot_every": "snapshots kept for learning curves, outside the DVC outputs",
     "evaluate.feature_cache": "a cache of MAUVE features: the same features, read faster",
 }
-# ... except where a stage reads one as an input: EntityWorld's learning curve samples the training
-# snapshots (evaluate.world.curve_inputs)
-INPUTS = {"evaluate": {"train.checkpoint_dir"}}
+# ... except where a stage reads one as an input: EntityWorld's learning curve (evaluate.world.
+# curve_inputs) samples the training snapshots and reads the validation rows at their steps, so
+# training lists what makes them and evaluate where they are
+INPUTS = {"evaluate": {"train.checkpoint_dir"}, "train_stage_one": {"train.snapshot_every", "train.eval_every"}}
 # settings read only on a branch too slow to drive (torch.compile: a minute and more here): gate ->
 # (setting, the file that reads it when the gate is set)
 UNDRIVEN = {"train.compile": ("train.compile_backend", "eric/train/loop.py")}

@@ -59,10 +59,12 @@ def world_project(tmp_path_factory):
                      "world": {"mix_stories": 30, "probe_train_texts": 20, "curve_inputs": 3}},
     }
     (root / "params.yaml").write_text(yaml.safe_dump(params))
-    path = str(root / "params.yaml")
-    for variant in ("eric", "bart"):
+    params["evaluate"]["world"]["curve_inputs"] = 0  # bart kept no snapshots: no curve asked of it
+    (root / "params_bart.yaml").write_text(yaml.safe_dump(params))
+    paths = {"eric": str(root / "params.yaml"), "bart": str(root / "params_bart.yaml")}
+    for variant, path in paths.items():
         sample_stage.run.fn(variant, path)
-    return root, {variant: evaluate_stage.run.fn(variant, path) for variant in ("eric", "bart")}
+    return root, {variant: evaluate_stage.run.fn(variant, path) for variant, path in paths.items()}
 
 
 def test_the_world_key_holds_rates_per_story_counts_and_the_event_mix(world_project):
@@ -113,4 +115,14 @@ def test_probes_lines_and_the_learning_curve(world_project):
     assert lines["model"] == {"train": 0.625, "val": 0.5} and "lines" not in bart
     curve = eric["curve"]
     assert curve["step"] == [2, 4] and curve["val_lm_loss"] == [8.0, 7.0] and curve["val_cl_ratio"] == [0.75, 0.5]
-    assert all(len(v) == 2 for v in curve.values()) and "curve" not in bart  # bart kept no snapshots
+    assert all(len(v) == 2 for v in curve.values()) and "curve" not in bart  # bart: curve_inputs 0
+
+
+def test_a_curve_asked_of_a_training_without_snapshots_is_a_one_line_error(world_project):
+    from eric.config import load_params
+    from eric.evaluate.errors import EvaluationError
+
+    root, _ = world_project
+    params = load_params(root / "params.yaml")  # curve_inputs 3, and bart kept no snapshot
+    with pytest.raises(EvaluationError, match="holds no snapshot of bart: train with train.snapshot_every"):
+        evaluate_stage.world_curve.fn(params, "bart")
