@@ -254,10 +254,9 @@ def _sample_story(story, capture: int, escape: int) -> str:
         rows.append([str(n + 2), f"`{unit}`", event.kind, f"`{tag(event.a)}` {s['location']}, {s['condition']}{held}"])
     who = tag(story.events[escape].a)
     return (f"Story `{story.id}`. Input: `{story.scene}` ({cast}.)\n\n"
-            + text_table(["#", "stage-one unit", "event", "focal: state after"], rows)
-            + f"\nUnit {escape + 2} (`escape` by `{who}`) is legal only because of unit {capture + 2}, "
-              f"{escape - capture} sentences earlier, where `{who}` was captured: without it the unit would break "
-              "`not_captive`.\n")
+            + text_table(["#", "stage-one unit", "event", "focal: state after"], rows) + "\n"
+            + text_table(["captive", "captured at unit", "escapes at unit", "units later"],
+                         [[f"`{who}`", str(capture + 2), str(escape + 2), str(escape - capture)]]))
 
 
 BLOCKS: dict[str, Callable[[], str]] = {
