@@ -49,8 +49,8 @@ def arms() -> list[str]:
 
 
 def counts(arm: str, field: str, texts: str = "stories.csv") -> np.ndarray:
-    """stories x seeds of one per-story checker count ("ones" counts stories)."""
-    return np.array([[1.0 if field == "ones" else float(r[field]) for r in _csv(f / texts)]
+    """stories x seeds of one per-story checker count, as the retired runner wrote it."""
+    return np.array([[float(r[field]) for r in _csv(f / texts)]
                      for f in runs(arm).values() if (f / texts).is_file()]).T
 
 
