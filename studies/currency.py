@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from eric.config import flatten, set_dotted
 from studies.spec import StudySpec, all_studies
 
 MISSING = object()
+Reader = Callable[[str], "str | None"]
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: a study's dvc.lock has thousands of lines
 
 
@@ -105,22 +107,25 @@ def drift(lock: dict, params: dict, root: Path, current_lock: dict | None = None
     return Drift(files, _changed_settings(recorded, params))
 
 
-def configuration_drift(folder: Path, overrides: dict[str, Any], root: Path) -> Drift | None:
-    """The drift of a kept configuration (`folder`: its outputs), None when it keeps no dvc.lock."""
+def configuration_drift(folder: Path, overrides: dict[str, Any], root: Path, read: Reader | None = None) -> Drift | None:
+    """The drift of a kept configuration (`folder`: its outputs), None when it keeps no dvc.lock.
+    `read(rel)`: the text of the project's params.yaml and current dvc.lock (default: the
+    workspace's; the docs test reads them as committed, since `dvc repro` rewrites dvc.lock)."""
     lock = folder / "dvc.lock"
     if not lock.is_file():
         return None
-    params = intended_params(_load(root / "params.yaml") or {}, overrides)
-    current = root / "dvc.lock"
-    return drift(_load(lock) or {}, params, root, _load(current) if current.is_file() else None)
+    read = read or (lambda rel: (root / rel).read_text() if (root / rel).is_file() else None)
+    params = intended_params(yaml.load(read("params.yaml") or "{}", Loader=LOADER) or {}, overrides)
+    current = read("dvc.lock")
+    return drift(_load(lock) or {}, params, root, yaml.load(current, Loader=LOADER) if current else None)
 
 
-def study_drift(spec: StudySpec, configuration: str, root: Path) -> Drift | None:
+def study_drift(spec: StudySpec, configuration: str, root: Path, read: Reader | None = None) -> Drift | None:
     """What changed in code and settings since a study's kept configuration ran (its profile,
     flows/profiles/<name>.yaml, applied before its own overrides, as the pipeline flow does)."""
     config = spec.configurations[configuration]
     profile = _load(root / "flows" / "profiles" / f"{config.profile}.yaml") if config.profile else {}
-    return configuration_drift(spec.outputs / configuration, {**(profile or {}), **config.overrides()}, root)
+    return configuration_drift(spec.outputs / configuration, {**(profile or {}), **config.overrides()}, root, read)
 
 
 def older(found: Drift | None) -> bool:

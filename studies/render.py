@@ -58,6 +58,11 @@ def pipeline_json(rel: str) -> dict | None:
     return None if text is None else json.loads(text)
 
 
+def _drift(spec: StudySpec, name: str):
+    """A kept configuration's drift against the code and the pipeline's params.yaml and dvc.lock."""
+    return study_drift(spec, name, PROJECT_ROOT, pipeline_text)
+
+
 def pipeline_params():
     return Params.model_validate(yaml.safe_load(pipeline_text("params.yaml")) or {})
 
@@ -148,7 +153,7 @@ def _provenance(spec: StudySpec, name: str, run: dict) -> str:
 
 def _older_code(spec: StudySpec, name: str) -> list[str]:
     """A warning paragraph when the kept run's inputs differ from the current code and params."""
-    drift = study_drift(spec, name, PROJECT_ROOT)
+    drift = _drift(spec, name)
     if not older(drift):
         return []
     return [f"> **Ran at older code.** {drift.describe()}. Rerun: {_rerun(spec, name, '--stale')}.", ""]
@@ -188,7 +193,7 @@ def seeds_table(spec: StudySpec, first: str = "eric", second: str = "bart", metr
                      ", ".join(f"{d:+.2f}" for d in differences)])
     header = ["metric", f"{a}: mean [95% interval]", f"{b}: mean [95% interval]", f"{a} - {b}: mean [95% interval]",
               f"{a} - {b} per seed"]
-    late = [n for n in kept if older(study_drift(spec, n, PROJECT_ROOT))]
+    late = [n for n in kept if older(_drift(spec, n))]
     note = (f"\n_Ran at older code: {', '.join(late)} ({spec.folder.relative_to(PROJECT_ROOT)}/results.md says "
             "what changed since)._\n") if late else ""
     return (f"\n**Across seeds** ({len(runs)} seeds: {', '.join(kept)}):"
@@ -207,7 +212,7 @@ def studies_index() -> str:
     rows = []
     for spec in all_studies(PROJECT_ROOT):
         done = [n for n in spec.configurations if spec.is_done(n)]
-        current = sum(1 for n in done if (d := study_drift(spec, n, PROJECT_ROOT)) is not None and d.current)
+        current = sum(1 for n in done if (d := _drift(spec, n)) is not None and d.current)
         state = f"{len(done)}/{len(spec.configurations)} configurations kept, {current} at this code"
         if retired_note(spec):
             state += f"; outputs of the retired runner `{spec.retired.runner}` in `retired/`"

@@ -119,3 +119,19 @@ def test_the_command_lists_each_kept_configuration_and_fails_when_one_is_older(t
     assert main(root) == 1
     out = capsys.readouterr().out
     assert "studies/demo one: 0 input file(s) and 1 setting(s) changed since: `model.dim: 8 -> 16`" in out
+
+
+def test_the_project_lock_and_params_can_be_read_as_committed_not_as_a_rerun_left_them(tmp_path):
+    """A user's `dvc repro` rewrites dvc.lock; the docs test reads it (and params.yaml) as
+    committed through `read`, so the drift a page shows does not follow the user's rerun."""
+    root = _project(tmp_path)
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    (kept / "dvc.lock").write_text(yaml.safe_dump(_lock(_md5("X = 1\n"))))
+    committed = {"dvc.lock": (root / "dvc.lock").read_text(), "params.yaml": (root / "params.yaml").read_text()}
+    rerun = yaml.safe_load(committed["dvc.lock"])
+    rerun["stages"]["preprocess"]["deps"][0]["md5"] = "rewritten.dir"
+    (root / "dvc.lock").write_text(yaml.safe_dump(rerun))  # the workspace after a rerun
+    overrides = {"train.seed": 43, "variants": ["eric"]}
+    assert configuration_drift(kept, overrides, root).files == ["corpora/mini/"]
+    assert configuration_drift(kept, overrides, root, committed.get).current
