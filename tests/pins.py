@@ -34,7 +34,13 @@ import torch
 PINS = Path(__file__).resolve().parent / "fixtures" / "pinned.json"
 WRITE = "ERIC_WRITE_PINS"
 FORWARD = dict(rel=2e-4, abs_tol=1e-6)  # one forward pass
-TRAINING = dict(rel=5e-2, abs_tol=1e-3, count_rel=5e-2)  # a few optimizer steps on other kernels (see above)
+TRAINING = dict(rel=5e-2, abs_tol=1e-3, count_rel=5e-2, assignment_rel=0.25)  # a few steps on other kernels (above)
+# Statistics of the codebook's argmax assignment: one near-tie resolved the other way on another
+# CPU moves a code, and these follow it (an AMD EPYC gives ERIC's 4-step run 17 states where the
+# pin says 16, usage perplexity 15% higher, entropy penalty 13%, while every loss stays within 1%):
+# they keep `assignment_rel`, the losses `rel`.
+ASSIGNMENT = ("states_used", "usage_perplexity", "codes_replaced", "codes_replaced_total", "codebook_grad_norm",
+              "state_entropy_loss")
 
 
 def check_pinned(key: str, observed, tolerance: dict = FORWARD) -> None:
@@ -78,6 +84,9 @@ def _difference(expected, observed, where: str, tolerance: dict) -> str | None:
         return next((d for i, (a, b) in enumerate(zip(expected, observed))
                      if (d := _difference(a, b, f"{where}[{i}]", tolerance))), None)
     numbers = isinstance(expected, (int, float)) and isinstance(observed, (int, float))
+    if numbers and "assignment_rel" in tolerance and where.rsplit(".", 1)[-1].removeprefix("val_") in ASSIGNMENT:
+        return None if abs(expected - observed) <= tolerance["assignment_rel"] * abs(expected) else \
+            f"{where}: {expected!r} != {observed!r}"
     if numbers and isinstance(expected, float) and not float(expected).is_integer():
         if math.isclose(expected, observed, rel_tol=tolerance["rel"], abs_tol=tolerance["abs_tol"]):
             return None
