@@ -349,7 +349,7 @@ class EricSettings(Section):
     state_attention_heads: int = Field(1, ge=1)  # the authors' code: one head of D dims
     # paper vs the authors' released code
     # true, the code: the planner and predictor read detached decoder states; false, the paper: L_Ent and
-    # L_CL train the decoder too. L_CL learns only with true (docs/state-predictor.md)
+    # L_CL train the decoder too. What L_CL learns under each: docs/state-predictor.md
     detach_planner_inputs: bool = True
     hard_negatives: bool = True  # paper (its e_6 example) and code: another entity of the unit is a negative too
     entity_temperature: float = Field(1.0, gt=0)  # code: 1.2 (sampling the next entity)

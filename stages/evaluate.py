@@ -147,12 +147,9 @@ def _world_rows(params: Params, split: str, limit: int | None) -> list[dict]:
 
 
 def _collator(params: Params, tokenizer):
-    """The training stage's collator (its entity draws and hard negatives)."""
     from eric.data.collate import StageOneCollator
 
-    m = params.model
-    return StageOneCollator(tokenizer, m.max_source_length, m.max_target_length, max_entities=m.max_entities,
-                            entity_choice=m.entity_choice, hard_negatives=m.hard_negatives, seed=params.seed)
+    return StageOneCollator.for_training(tokenizer, params.model, params.seed)
 
 
 @stage_task

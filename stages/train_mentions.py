@@ -58,7 +58,7 @@ def prepare(params: Params) -> TrainingJob:
         metrics_path=resolve_path(t.metrics_dir) / "mentions.json",
         plots_path=resolve_path(t.plots_dir) / "mentions.csv",
         inputs=[data / "train.parquet", data / "val.parquet", tokenizer_dir],
-        model_params=mp.model_dump,  # read by the fingerprint and MLflow
+        model_params=mp.model_dump(),
     )
 
 

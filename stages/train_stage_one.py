@@ -67,17 +67,10 @@ def prepare(params: Params, variant: str) -> TrainingJob:
         train, val = rows("train", t.max_train_examples), rows("val", t.max_val_examples)
     except (FileNotFoundError, ValueError) as exc:
         raise TrainError(str(exc)) from None
-    collator = StageOneCollator(
-        tokenizer, max_source_length=m.max_source_length, max_target_length=m.max_target_length,
-        max_entities=m.max_entities, entity_choice=m.entity_choice, hard_negatives=m.hard_negatives,
-        seed=params.seed,
-        # a baseline's own batch inputs (training-split statistics counted once, e.g. PlanAhead's IDF)
-        extras=architecture.collator_extras(model.config, tokenizer, train),
-    )
-
-    def model_params() -> dict:  # the fingerprint's and MLflow's record of the model settings
-        return m.model_dump(exclude={"variants"}) | {"switches": resolved.spec.model_dump()}
-
+    # extras: a baseline's own batch inputs (training-split statistics counted once, e.g. PlanAhead's IDF)
+    collator = StageOneCollator.for_training(tokenizer, m, params.seed,
+                                             extras=architecture.collator_extras(model.config, tokenizer, train))
+    model_params = m.model_dump(exclude={"variants"}) | {"switches": resolved.spec.model_dump()}
     return TrainingJob(
         stage="train_stage_one", variant=variant, params=params,
         settings=t.loop(), model=model, tokenizer=tokenizer,

@@ -41,7 +41,6 @@ from studies.spec import StudySpec, all_studies, load_study
 
 BLOCK = re.compile(r"(<!-- BEGIN generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- END generated: (?P=name) -->)", re.S)
 DOC_FILES = ("README.md", "docs/*.md")
-MISSING = "–"
 
 
 # --- the default pipeline (committed dvc.lock + metrics/) ---------------------------------
@@ -188,8 +187,8 @@ def seeds_table(spec: StudySpec, first: str = "eric", second: str = "bart", metr
         if not pairs:
             continue
         differences = [x - y for x, y in pairs]
-        rows.append([metric, _interval(seed_interval([x for x, _ in pairs])),
-                     _interval(seed_interval([y for _, y in pairs])), _interval(seed_interval(differences)),
+        rows.append([metric, seed_interval([x for x, _ in pairs]).format(2),
+                     seed_interval([y for _, y in pairs]).format(2), seed_interval(differences).format(2),
                      ", ".join(f"{d:+.2f}" for d in differences)])
     header = ["metric", f"{a}: mean [95% interval]", f"{b}: mean [95% interval]", f"{a} - {b}: mean [95% interval]",
               f"{a} - {b} per seed"]
@@ -198,14 +197,6 @@ def seeds_table(spec: StudySpec, first: str = "eric", second: str = "bart", metr
             "what changed since)._\n") if late else ""
     return (f"\n**Across seeds** ({len(runs)} seeds: {', '.join(kept)}):"
             "\n\n" + markdown_table(header, rows) + "\n" + note)
-
-
-def _interval(interval) -> str:
-    if interval.value is None:
-        return MISSING
-    if interval.low is None:
-        return f"{interval.value:.2f}"
-    return f"{interval.value:.2f} [{interval.low:.2f}, {interval.high:.2f}]"
 
 
 def studies_index() -> str:

@@ -7,7 +7,6 @@ became study.yaml configurations; their outputs stay, read here in their own lay
 
 from __future__ import annotations
 
-import csv
 import gzip
 import json
 from collections.abc import Callable
@@ -17,8 +16,9 @@ from pathlib import Path
 import numpy as np
 
 from eric.config import PROJECT_ROOT
-from eric.evaluate.intervals import Interval, ratio_interval, seed_interval
+from eric.evaluate.intervals import Interval, fmt_value as fmt, ratio_interval, seed_interval
 from eric.evaluate.report import markdown_table
+from eric.evaluate.world_lines import cl_ratio, read_plot
 
 WORLD = PROJECT_ROOT / "studies" / "entityworld" / "retired"
 PREDICTOR = PROJECT_ROOT / "studies" / "state_predictor" / "retired"
@@ -29,11 +29,6 @@ NONE = "–"
 
 
 # --- reading ---------------------------------------------------------------------------------
-def _csv(path: Path) -> list[dict]:
-    with path.open() as handle:
-        return list(csv.DictReader(handle))
-
-
 def _json(path: Path) -> dict | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
@@ -50,7 +45,7 @@ def arms() -> list[str]:
 
 def counts(arm: str, field: str, texts: str = "stories.csv") -> np.ndarray:
     """stories x seeds of one per-story checker count, as the retired runner wrote it."""
-    return np.array([[float(r[field]) for r in _csv(f / texts)]
+    return np.array([[float(r[field]) for r in read_plot(f / texts)]
                      for f in runs(arm).values() if (f / texts).is_file()]).T
 
 
@@ -75,18 +70,6 @@ def _mean(values: list[float]) -> float | None:
 
 
 # --- formatting ------------------------------------------------------------------------------
-def fmt(value, digits: int = 3, pct: bool = False) -> str:
-    if value is None:
-        return NONE
-    return f"{100 * value:.1f}" if pct else f"{value:.{digits}f}"
-
-
-def fmt_interval(found: Interval, digits: int = 3, pct: bool = False) -> str:
-    if found.value is None or found.low is None:
-        return fmt(found.value, digits, pct)
-    return f"{fmt(found.value, digits, pct)} [{fmt(found.low, digits, pct)}, {fmt(found.high, digits, pct)}]"
-
-
 def table(header: list[str], rows: list[list[str]]) -> str:
     return markdown_table(header, rows) + "\n" if rows else "_No retired outputs._\n"
 
@@ -101,9 +84,9 @@ def world_arms() -> str:
         coherence = [seed_interval([f["coherence"].get(f"{s}/predicted", f["coherence"].get(f"{s}/none"))
                                     for f in finals]) for s in ("lm", "joint", "event")]
         random = seed_interval([f["coherence"].get("lm/random") for f in finals])
-        rows.append([ARMS[arm], str(len(finals)), fmt_interval(rate("parsed", "units"), pct=True),
-                     fmt_interval(rate("state_violations")), fmt_interval(rate("grounding")),
-                     *(fmt_interval(c, pct=True) for c in coherence), fmt_interval(random, pct=True)])
+        rows.append([ARMS[arm], str(len(finals)), rate("parsed", "units").format(pct=True),
+                     rate("state_violations").format(), rate("grounding").format(),
+                     *(c.format(pct=True) for c in coherence), random.format(pct=True)])
     return table(["arm", "seeds", "parse rate %", "state viol. / parsed", "grounding viol. / parsed",
                   "coherence lm %", "coherence joint %", "coherence event %", "coherence lm, random states %"], rows)
 
@@ -121,8 +104,8 @@ def world_seeds() -> str:
     for arm in arms():
         found = per_seed(arm)
         cells = [" / ".join([fmt(p, pct=True), fmt(g, pct=True), fmt(r)]) for p, g, r in zip(*found.values())]
-        rows.append([ARMS[arm], "; ".join(cells), fmt_interval(seed_interval(found["grounded"]), pct=True),
-                     fmt_interval(seed_interval(found["rate"]))])
+        rows.append([ARMS[arm], "; ".join(cells), seed_interval(found["grounded"]).format(pct=True),
+                     seed_interval(found["rate"]).format()])
     return table(["arm", "per seed: parse % / grounded % / state viol. per grounded unit",
                   "grounded % (mean [t-interval])", "state viol. / grounded unit (mean [t-interval])"], rows)
 
@@ -141,7 +124,7 @@ def world_pairs() -> str:
         diffs = [rate[a][s] - rate[b][s] for s in seeds if None not in (rate[a][s], rate[b][s])]
         found = seed_interval(diffs)
         excludes = found.low is not None and (found.low > 0 or found.high < 0)
-        rows.append([f"{ARMS[a]} − {ARMS[b]}", ", ".join(f"{d:+.3f}" for d in diffs), fmt_interval(found),
+        rows.append([f"{ARMS[a]} − {ARMS[b]}", ", ".join(f"{d:+.3f}" for d in diffs), found.format(),
                      "yes" if excludes else "no"])
     return table(["A − B", "per seed", "mean [95% t-interval over seeds]", "interval excludes 0"], rows)
 
@@ -156,7 +139,7 @@ def world_probes() -> str:
         probes = [_json(f / "probes.json") or {} for f in runs(arm).values()]
         for what in sorted({key.split("/")[0] for key in probes[0]}):
             gains = [seed_interval([p.get(f"{what}/{label}", {}).get("gain") for p in probes]) for label in LABELS]
-            rows.append([ARMS[arm], what, *(fmt_interval(g) for g in gains)])
+            rows.append([ARMS[arm], what, *(g.format() for g in gains)])
     majority = [_mean([p[f"predicted/{label}"]["majority"] for arm in arms() for f in runs(arm).values()
                        if f"predicted/{label}" in (p := _json(f / "probes.json") or {})]) for label in LABELS]
     rows.append(["majority class (accuracy)", NONE, *(fmt(m) for m in majority)])
@@ -169,7 +152,7 @@ def world_probes() -> str:
 
 def world_curve() -> str:
     """Mean over seeds at each snapshot: parse rate % / grounding viol. / state viol. per parsed unit."""
-    found = {arm: [_csv(f / "curve.csv") for f in runs(arm).values() if (f / "curve.csv").is_file()] for arm in arms()}
+    found = {arm: [read_plot(f / "curve.csv") for f in runs(arm).values() if (f / "curve.csv").is_file()] for arm in arms()}
     steps = sorted({int(r["step"]) for curves in found.values() for curve in curves for r in curve})
     rows = []
     for step in steps:
@@ -188,7 +171,7 @@ def world_finals() -> str:
     rows = []
     gold = WORLD / "writer" / "gold.csv"
     if gold.is_file():
-        g = _csv(gold)
+        g = read_plot(gold)
         total = lambda k: sum(int(r[k]) for r in g)  # noqa: E731
         rows.append(["reference texts (the writer alone)", "1", fmt(total("mapped") / max(total("named"), 1), pct=True),
                      fmt(total("faithful") / max(total("named"), 1), pct=True),
@@ -196,26 +179,21 @@ def world_finals() -> str:
     for arm in arms():
         rate = lambda field, per: ratio_interval(counts(arm, field, "finals.csv"), counts(arm, per, "finals.csv"))  # noqa: E731
         rows.append([ARMS[arm], str(counts(arm, "units", "finals.csv").shape[1]),
-                     fmt_interval(rate("mapped", "named"), pct=True), fmt_interval(rate("faithful", "named"), pct=True),
-                     fmt_interval(rate("parsed", "units"), pct=True)])
+                     rate("mapped", "named").format(pct=True), rate("faithful", "named").format(pct=True),
+                     rate("parsed", "units").format(pct=True)])
     return table(["texts", "seeds", "named units mapping to the cast %", "to the same characters %",
                   "final parse rate %"], rows)
 
 
 # --- the state predictor --------------------------------------------------------------------
-def _ratio(row: dict, prefix: str) -> float | None:
-    loss, chance = row.get(f"{prefix}contrastive_loss"), row.get(f"{prefix}contrastive_chance")
-    return float(loss) / float(chance) if loss and chance else None
-
-
 def predictor_runs(corpus: str) -> str:
     """Each run at its last step: L_CL / chance (train window, validation), val LM loss, states used."""
     rows = []
     for folder in sorted(p for p in (PREDICTOR / corpus).iterdir() if (p / "val.csv").is_file()):
-        train, val = _csv(folder / "train.csv"), _csv(folder / "val.csv")
+        train, val = read_plot(folder / "train.csv"), read_plot(folder / "val.csv")
         settings = _json(folder / "overrides.json") or {}
         rows.append([folder.name, settings.get("model.state_space.recipe", NONE), str(settings.get("seed", 42)),
-                     val[-1]["step"], fmt(_ratio(train[-1], "")), fmt(_ratio(val[-1], "val_")),
+                     val[-1]["step"], fmt(cl_ratio(train[-1], "")), fmt(cl_ratio(val[-1])),
                      fmt(float(val[-1]["val_lm_loss"])), train[-1].get("states_used") or NONE,
                      fmt(float(train[-1]["event_cosine"]), 2) if train[-1].get("event_cosine") else NONE])
     oracle = _json(PREDICTOR / corpus / "oracle.json")
@@ -232,7 +210,7 @@ def predictor_probes() -> str:
         probe = _json(folder / "probe.json") if folder.is_dir() else None
         if probe:
             rows += [[folder.name, which, fmt(probe[which]["accuracy"]), fmt(probe[which]["majority"]),
-                      fmt_interval(Interval(probe[which]["gain"], probe[which]["gain_low"], probe[which]["gain_high"])),
+                      Interval(probe[which]["gain"], probe[which]["gain_low"], probe[which]["gain_high"]).format(),
                       fmt(probe["predicted_is_gold"])] for which in ("predicted", "gold")]
     return table(["run", "state", "event-kind accuracy", "majority class", "gain [story bootstrap]",
                   "predicted state = gold state"], rows)

@@ -69,6 +69,16 @@ class StageOneCollator:
         self.epoch = 0
         self.entity_class = {token: i + 1 for i, token in enumerate(self.ids.entities)}
 
+    @classmethod
+    def for_training(cls, tokenizer: PreTrainedTokenizerBase, model, seed: int,
+                     extras: Callable[[list[dict], dict], dict] | None = None) -> "StageOneCollator":
+        """The training stage's collator for `model` (params' ModelParams): its lengths, entity
+        draws and hard negatives, so whatever must see the training loop's very batches (the
+        EntityWorld oracle line, the probes) builds the same one."""
+        return cls(tokenizer, max_source_length=model.max_source_length, max_target_length=model.max_target_length,
+                   max_entities=model.max_entities, entity_choice=model.entity_choice,
+                   hard_negatives=model.hard_negatives, seed=seed, extras=extras)
+
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
 

@@ -18,6 +18,13 @@ import numpy as np
 from scipy import stats
 
 
+def fmt_value(value: float | None, digits: int = 3, pct: bool = False) -> str:
+    """A figure for a table: "–" when missing; `pct`: times 100 with one decimal."""
+    if value is None:
+        return "–"
+    return f"{100 * value:.1f}" if pct else f"{value:.{digits}f}"
+
+
 @dataclass(frozen=True)
 class Interval:
     value: float | None
@@ -26,6 +33,12 @@ class Interval:
 
     def to_dict(self) -> dict:
         return {k: None if v is None else round(v, 6) for k, v in asdict(self).items()}
+
+    def format(self, digits: int = 3, pct: bool = False) -> str:
+        """`value [low, high]` for a table; the value alone where there is no interval."""
+        if self.value is None or self.low is None:
+            return fmt_value(self.value, digits, pct)
+        return f"{fmt_value(self.value, digits, pct)} [{fmt_value(self.low, digits, pct)}, {fmt_value(self.high, digits, pct)}]"
 
 
 def _per_story(values) -> np.ndarray:

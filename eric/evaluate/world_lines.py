@@ -8,8 +8,9 @@
 - `oracle_line`: the oracle critic's L_CL (the Bayes-optimal InfoNCE scores of the same
   candidates) on exactly the validation batches the training loop scores (same rows, length
   order, batch size, entity draws, hard negatives), weighted per target token as the loop
-  weighs its validation means; with ln(candidates), chance. The line a state predictor that
-  tracks entities can aim at (a reference, not a bound: eric/world/oracle.py).
+  weighs its validation means; with ln(candidates), chance. A reference beside chance, not a
+  target a tracker must reach: on these candidates a critic that only matches the planned
+  entity's placeholder goes below chance too (docs/state-predictor.md, eric/world/oracle.py).
 - `contrastive_ratios`: the model's own L_CL / chance at the end of training, train and
   validation (the training stage's plots), to read against the oracle's.
 """

@@ -48,8 +48,7 @@ class TrainingJob:
     metrics_path: Path
     plots_path: Path  # train curve; the validation curve goes beside it as <name>_val.csv
     inputs: list[Path] = field(default_factory=list)  # data/tokenizer files in the fingerprint
-    # the model section this run used, read where the fingerprint and MLflow record it (no output holds it)
-    model_params: Callable[[], dict] = dict
+    model_params: dict = field(default_factory=dict)  # the model section this run used
     train_lengths: Sequence[int] | None = None
     val_lengths: Sequence[int] | None = None
 
@@ -90,14 +89,14 @@ def file_digest(paths: Sequence[Path]) -> str:
 def fingerprint(job: TrainingJob) -> str:
     settings = job.settings.model_dump(exclude=COSMETIC)
     spec = {"stage": job.stage, "variant": job.variant, "seed": job.params.seed,
-            "settings": settings, "model": job.model_params(), "inputs": file_digest(job.inputs),
+            "settings": settings, "model": job.model_params, "inputs": file_digest(job.inputs),
             "examples": [len(job.train_set), len(job.val_set)]}
     return hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def tracked_params(job: TrainingJob) -> dict:
     return {"seed": job.params.seed, "variant": job.variant, "corpus": job.params.corpus.model_dump(),
-            "model": job.model_params(), "tokenizer": job.params.tokenizer.model_dump(),
+            "model": job.model_params, "tokenizer": job.params.tokenizer.model_dump(),
             "train": job.settings.model_dump(),
             "parameters": sum(p.numel() for p in job.model.parameters())}
 
