@@ -251,7 +251,8 @@ STATE_SPACE_CHOICES = {
     "state_init": ("random", "kmeans"),
     "event_norm": ("none", "batch"),
     "event_gradient": ("all", "lm", "contrastive", "none"),
-    "contrastive_candidates": ("batch", "text"),
+    "contrastive_candidates": ("batch", "text", "entity"),
+    "event_target": ("text", "anonymous"),
     "predictor_scale": ("none", "sqrt_d"),
 }
 _choice = lambda name: Literal[STATE_SPACE_CHOICES[name]] | None  # noqa: E731
@@ -268,7 +269,7 @@ class StateSpaceParams(Section):
     AUTO_RECIPE["random"] from random weights, AUTO_RECIPE["pretrained"] from `model.init`."""
 
     recipe: Literal["auto", "paper", "legacy", "kmeans", "dead_codes", "ema", "entropy", "centered",
-                    "remedied", "decoupled"] = "auto"
+                    "remedied", "decoupled", "identity_free"] = "auto"
     codebook_init_std: float | None = Field(None, gt=0)  # null: BART's init_std (0.02, the code)
     codebook_gradient: _choice("codebook_gradient") = None  # dense: the code's cosine path
     sentence_encoder_embeddings: _choice("sentence_encoder_embeddings") = None  # own: the code's copy
@@ -283,7 +284,8 @@ class StateSpaceParams(Section):
     event_gradient: _choice("event_gradient") = None  # which losses train e_n
     predictor_residual: bool | None = None  # true: e^_n also reads its query directly
     predictor_scale: _choice("predictor_scale") = None  # none: unscaled q.k (the authors' code) | sqrt_d: / sqrt(D)
-    contrastive_candidates: _choice("contrastive_candidates") = None  # text: L_CL's candidates from the anchor's text
+    contrastive_candidates: _choice("contrastive_candidates") = None  # text: the anchor's text; entity: its entity's later units
+    event_target: _choice("event_target") = None  # anonymous: the sentence encoder reads role markers, not placeholders
 
     def effective_recipe(self, init: str | None = None) -> str:
         """The recipe in force for a model started from `init` (a checkpoint dir or None)."""
@@ -312,12 +314,16 @@ def effective_recipe(recipe: str, init: str | None) -> str:
 # with the predictor's attention scaled by 1/sqrt(D) (docs/state-space.md), so they keep both
 # (DECAYED); `paper` decays nothing and scales nothing, as the authors' code.
 DECAYED = dict(decay_weights=True, predictor_scale="sqrt_d")
+# remedied + what lets L_CL learn (docs/state-space.md): only L_CL trains e_n, and the predictor
+# reads its query (the planned entity) directly; use with model.detach_planner_inputs: true
+DECOUPLED = dict(**DECAYED, state_init="kmeans", dead_code_steps=20, entropy_weight=1.0, event_norm="batch",
+                 event_gradient="contrastive", predictor_residual=True)
 RECIPES: dict[str, dict] = {
     "paper": dict(codebook_init_std=None, codebook_gradient="dense", sentence_encoder_embeddings="own",
                   decay_codebook_and_embeddings=False, decay_weights=False, state_init="random", state_init_events=1024,
                   dead_code_steps=0, ema_decay=0.0, entropy_weight=0.0, event_norm="none",
                   event_gradient="all", predictor_residual=False, contrastive_candidates="batch",
-                  predictor_scale="none"),
+                  predictor_scale="none", event_target="text"),
     "legacy": dict(**DECAYED, codebook_init_std=1.0, codebook_gradient="selected",
                    sentence_encoder_embeddings="shared", decay_codebook_and_embeddings=True),
     "kmeans": dict(**DECAYED, state_init="kmeans"),
@@ -326,10 +332,10 @@ RECIPES: dict[str, dict] = {
     "entropy": dict(**DECAYED, entropy_weight=1.0),
     "centered": dict(**DECAYED, event_norm="batch"),
     "remedied": dict(**DECAYED, state_init="kmeans", dead_code_steps=20, entropy_weight=1.0, event_norm="batch"),
-    # remedied + what lets L_CL learn (docs/state-space.md): only L_CL trains e_n, and the predictor
-    # reads its query (the planned entity) directly; use with model.detach_planner_inputs: true
-    "decoupled": dict(**DECAYED, state_init="kmeans", dead_code_steps=20, entropy_weight=1.0, event_norm="batch",
-                      event_gradient="contrastive", predictor_residual=True),
+    "decoupled": DECOUPLED,
+    # decoupled + a target identity cannot match (docs/state-predictor.md): the sentence encoder reads
+    # role markers instead of placeholders, and L_CL's candidates are the anchor entity's own later units
+    "identity_free": dict(**DECOUPLED, event_target="anonymous", contrastive_candidates="entity"),
 }
 
 

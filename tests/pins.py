@@ -87,6 +87,8 @@ def _difference(expected, observed, where: str, tolerance: dict) -> str | None:
     if numbers and "assignment_rel" in tolerance and where.rsplit(".", 1)[-1].removeprefix("val_") in ASSIGNMENT:
         return None if abs(expected - observed) <= tolerance["assignment_rel"] * abs(expected) else \
             f"{where}: {expected!r} != {observed!r}"
+    if numbers and isinstance(expected, float) and math.isnan(expected):  # a diagnostic undefined on the batch
+        return None if math.isnan(observed) else f"{where}: {expected!r} != {observed!r}"
     if numbers and isinstance(expected, float) and not float(expected).is_integer():
         if math.isclose(expected, observed, rel_tol=tolerance["rel"], abs_tol=tolerance["abs_tol"]):
             return None

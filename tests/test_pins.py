@@ -28,3 +28,10 @@ def test_training_pins_let_the_codebooks_assignment_statistics_follow_a_near_tie
     assert _difference({"lm_loss": 5.0}, {"lm_loss": 5.5}, "k", TRAINING) == "k.lm_loss: 5.0 != 5.5"  # losses keep 5%
     assert _difference({"states_used": 16}, {"states_used": 17}, "k", FORWARD) == "k.states_used: 16 != 17"
 
+
+
+def test_a_pinned_nan_matches_only_nan():
+    nan = float("nan")
+    assert _difference({"x": nan}, {"x": nan}, "k", FORWARD) is None
+    assert _difference({"x": nan}, {"x": 1.5}, "k", FORWARD) == "k.x: nan != 1.5"
+    assert _difference({"x": 1.5}, {"x": nan}, "k", FORWARD) is not None

@@ -46,7 +46,13 @@ authors' code; params.yaml's `model.state_space.recipe` names bundles of these (
     predictor_scale        none (the authors' code): the predictor's attention logits are q.k;
                            sqrt_d (this project's first version, the remedies' measurements): q.k / sqrt(D)
     contrastive_candidates batch (paper): every (unit, entity) of the mini-batch is a candidate;
-                           text: only those of the anchor's own text
+                           text: only those of the anchor's own text; entity: only the same
+                           entity's units from n on in its text (no identity can help; anchors
+                           with no later unit of their entity are left out)
+    event_target           text (paper): the sentence encoder reads unit n as written, so e_n can
+                           carry which placeholder it is read at; anonymous: every placeholder it
+                           reads becomes one learned marker, the one e_n is read at another, so
+                           c_n says what happens to the entity, not which entity it is
 
 Ablations remove exactly one mechanism each: `use_state_attention` (w/o StateAttn),
 `use_state` (w/o s_n: state input, state space, predictor, sentence encoder and

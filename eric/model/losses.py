@@ -60,6 +60,18 @@ def same_text_candidates(anchor_rows: torch.Tensor, candidate_rows: torch.Tensor
     return anchor_rows[:, None] == candidate_rows[None, :]
 
 
+def same_entity_later(entity_ids: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """[B*N, B*N] bool: slot j = (text b', unit m) is an entity candidate of anchor slot i = (b, n):
+    same text, same entity, m >= n, both with a state (`target` [B, N]). The earlier units are
+    left out: they are in the predictor's prefix, where copying them would match them."""
+    b, n = target.shape
+    rows = torch.arange(b, device=target.device)[:, None].expand(b, n).flatten()
+    units = torch.arange(n, device=target.device)[None, :].expand(b, n).flatten()
+    entity, valid = entity_ids.flatten(), target.flatten()
+    return ((rows[:, None] == rows[None, :]) & (entity[:, None] == entity[None, :])
+            & (units[None, :] >= units[:, None]) & valid[:, None] & valid[None, :])
+
+
 def event_cosine(events: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
     """Mean pairwise cosine of the unit vectors [M, D] under `valid` [M]; NaN for fewer than two
     (the loop's means skip NaN). Masked sums: no shape depends on `valid`."""

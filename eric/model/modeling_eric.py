@@ -93,6 +93,9 @@ class EricOutput(ModelOutput):
     # state-space diagnostics (docs/state-space.md): ln of L_CL's candidates per anchor (its
     # chance level), and how spread the batch's event vectors e_n are
     contrastive_chance: torch.Tensor | None = None
+    # L_CL over entity candidates (the anchor's entity's later units: identity cannot help) and its chance
+    contrastive_entity_loss: torch.Tensor | None = None
+    contrastive_entity_chance: torch.Tensor | None = None
     event_cosine: torch.Tensor | None = None  # mean pairwise cosine of the e_n
     event_rank: torch.Tensor | None = None  # effective rank of the e_n (exp entropy of singular values)
 
@@ -140,6 +143,8 @@ class EricPreTrainedModel(PreTrainedModel):
                 init.zeros_(buffer)
         elif isinstance(module, EntityInput):  # a non-persistent buffer: rebuilt on every load
             init.copy_(module.token_ids, EntityInput.table(self.config.entity_token_ids))
+        elif isinstance(module, SentenceEncoder) and module.markers is not None:  # likewise
+            init.copy_(module.entity_tokens, SentenceEncoder.entity_table(self.config))
         elif isinstance(module, EricForConditionalGeneration):
             init.zeros_(module.final_logits_bias)
 
@@ -368,7 +373,7 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
         the units in `units` [B, N]."""
         needed = torch.nn.functional.pad(units, (1, 0))  # column n = unit n
         embeddings = self.sentence_encoder.embed_tokens or self.model.shared
-        return self.sentence_encoder(labels, embeddings, needed, positions)
+        return self.sentence_encoder(labels, embeddings, needed, positions, focal=units.shape[1])
 
     def _unit_inputs(self, layout, entity_ids, labels, entity_positions, hard_negative_positions, state_ids):
         config = self.config
@@ -435,24 +440,51 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
         if negatives is not None:
             negatives, candidates = negatives.flatten(0, 1), torch.cat([anchors, units.negatives_found.flatten()])
         positives = losses.joint_representation(units.events, units.states)
-        allowed = self._candidates(target, units)
+        allowed, scored = self._candidates(target, units, entity_ids)
         out.contrastive_loss = losses.info_nce(
             predicted.flatten(0, 1), positives.flatten(0, 1), self.config.tau, negatives, allowed,
-            valid=anchors, candidates_valid=candidates,
+            valid=scored, candidates_valid=candidates,
         )
         if self.config.entropy_weight > 0:
             penalty = usage_entropy_penalty(units.cosines, self.config.tau, target)
             out.state_entropy_loss = torch.where(target.any(), penalty, torch.zeros_like(penalty))
-        self._state_diagnostics(out, units, anchors, candidates, allowed)
+        self._state_diagnostics(out, units, scored, candidates, allowed)
+        self._entity_candidates(out, predicted, positives, entity_ids, target)
 
-    def _candidates(self, target: torch.Tensor, units: UnitInputs) -> torch.Tensor | None:
-        """L_CL's candidates per anchor slot: the whole batch (paper), or its own text only
-        (`contrastive_candidates: text`: which story or entity it is cannot help)."""
-        if self.config.contrastive_candidates == "batch":
-            return None
-        rows = torch.arange(target.shape[0], device=target.device)[:, None].expand_as(target).flatten()
-        candidate_rows = rows if units.negatives is None else torch.cat([rows, rows])
-        return losses.same_text_candidates(rows, candidate_rows)
+    def _candidates(self, target: torch.Tensor, units: UnitInputs, entity_ids: torch.Tensor):
+        """(allowed [M, M (+ H)] or None for all, the anchors L_CL scores [M]): L_CL's candidates
+        per anchor slot: the whole batch (paper), its own text only (`text`: which story it is
+        cannot help), or its own entity's units from n on (`entity`: which entity it is cannot
+        help either; an anchor whose entity has no later unit has nothing to tell apart)."""
+        anchors = target.flatten()
+        mode = self.config.contrastive_candidates
+        if mode == "batch":
+            return None, anchors
+        if mode == "text":
+            rows = torch.arange(target.shape[0], device=target.device)[:, None].expand_as(target).flatten()
+            candidate_rows = rows if units.negatives is None else torch.cat([rows, rows])
+            return losses.same_text_candidates(rows, candidate_rows), anchors
+        later = losses.same_entity_later(entity_ids, target)
+        scored = anchors & (later.sum(1) >= 2)
+        if units.negatives is not None:  # a hard negative is another entity: never a candidate here
+            later = torch.nn.functional.pad(later, (0, later.shape[0]))
+        return later, scored
+
+    @torch.no_grad()
+    def _entity_candidates(self, out: EricOutput, predicted, positives, entity_ids, target) -> None:
+        """L_CL over entity candidates and its chance, logged whatever L_CL trains on: the anchor's
+        positive against its entity's later units in its text, all carrying the same placeholder,
+        so a critic that only matches identity scores chance (ln candidates); NaN (skipped by
+        the loop's means) when no anchor has a later unit of its entity."""
+        later = losses.same_entity_later(entity_ids, target)
+        counts = later.sum(1)
+        scored = counts >= 2
+        loss = losses.info_nce(predicted.flatten(0, 1), positives.flatten(0, 1), self.config.tau, None, later,
+                               valid=scored)
+        chance = losses.masked_mean(counts.clamp(min=1).float().log(), scored)
+        nan = torch.full_like(loss, float("nan"))
+        out.contrastive_entity_loss = torch.where(scored.any(), loss, nan)
+        out.contrastive_entity_chance = torch.where(scored.any(), chance.to(loss.dtype), nan)
 
     @torch.no_grad()
     def _state_diagnostics(self, out: EricOutput, units: UnitInputs, anchors: torch.Tensor, candidates: torch.Tensor,

@@ -6,6 +6,11 @@ shared` reads the model's instead) reads the gold target one unit at a time: att
 block-diagonal over units and positions restart at each unit. e_n is
 normalize(Linear(h at the position of p_n)), D-dimensional.
 
+With `event_target: anonymous` the encoder never sees which placeholder it reads: every
+placeholder token enters as one learned marker, and the one e_n is read at as another (the
+`markers` rows 1 and 0). c_n then cannot be matched by the identity of p_n (which the
+predictor's query carries: docs/state-predictor.md), only by what happens to it.
+
 Every shape follows the batch's shape, never its values: the target is encoded in place
 ([B, T], units kept apart by the mask), so the forward needs no host sync and compiles as
 one graph (`train.compile`). The last layer runs only at the positions e_n is read from
@@ -72,6 +77,14 @@ class SentenceEncoder(nn.Module):
         # remedy (docs/state-space.md): centre and scale e_n over the batch before normalizing, so a
         # direction every unit shares (what L_LM pulls them along) cannot take over
         self.event_norm = nn.BatchNorm1d(config.state_dim, affine=False) if config.event_norm == "batch" else None
+        self.markers = None  # [focal, other entity] input vectors in place of the placeholders
+        if config.event_target == "anonymous":
+            self.markers = nn.Embedding(2, config.d_model)
+            self.register_buffer("entity_tokens", self.entity_table(config), persistent=False)
+
+    @staticmethod
+    def entity_table(config: EricConfig) -> torch.Tensor:
+        return torch.tensor(config.entity_token_ids or [], dtype=torch.long)
 
     def forward(
         self,
@@ -79,11 +92,13 @@ class SentenceEncoder(nn.Module):
         embed_tokens: nn.Module,
         unit_needed: torch.Tensor,
         query_positions: torch.Tensor,
+        focal: int | None = None,
     ) -> torch.Tensor:
         """e at label positions `query_positions` [B, K] (normalized, [B, K, D]; zero where < 0).
 
         labels [B, T] (the gold target, -100 = padding); unit_needed [B, N+1] bool says
-        which units (column n = unit n; column 0 unused) to encode.
+        which units (column n = unit n; column 0 unused) to encode. With markers, the first
+        `focal` query columns (all if None) are the focal placeholders (the anchors' p_n).
         """
         config = self.config
         ids = labels.masked_fill(labels < 0, config.pad_token_id)
@@ -91,6 +106,8 @@ class SentenceEncoder(nn.Module):
         rows = UnitRows.locate(ids, config.sent_token_id, unit_needed, in_unit, query_positions)
 
         hidden = embed_tokens(ids)
+        if self.markers is not None:
+            hidden = self._anonymized(hidden, ids, query_positions[:, :focal])
         hidden = hidden + self.embed_positions(None, position_ids=rows.positions)[0]  # restarted positions
         hidden = F.dropout(self.layernorm_embedding(hidden), p=self.dropout, training=self.training)
         mask = _additive(rows.same_unit, hidden.dtype)  # once, for every layer but the last
@@ -103,6 +120,16 @@ class SentenceEncoder(nn.Module):
             projected = masked_batch_norm(self.event_norm, projected, rows.query_found).to(projected.dtype)
         events = F.normalize(projected, dim=-1)
         return events * rows.query_found[..., None].to(events.dtype)
+
+    def _anonymized(self, hidden: torch.Tensor, ids: torch.Tensor, focal_positions: torch.Tensor) -> torch.Tensor:
+        """Every placeholder's input vector -> markers[1], those at `focal_positions` [B, F] -> markers[0]."""
+        found = (focal_positions >= 0).long()
+        focal = torch.zeros_like(ids).scatter_reduce(1, focal_positions.clamp(min=0), found, "amax") > 0
+        is_entity = torch.isin(ids, self.entity_tokens)
+        # through the module's forward, so that a sharded weight (ZeRO-3) is gathered
+        focal_vec, other_vec = self.markers(torch.arange(2, device=ids.device)).to(hidden.dtype)
+        hidden = torch.where(is_entity[..., None], other_vec, hidden)
+        return torch.where(focal[..., None], focal_vec, hidden)
 
     def _last_layer_at_queries(self, hidden, same_unit, at) -> torch.Tensor:
         """The last encoder layer, evaluated only at the query positions `at` [B, K] ([B, K, d])."""

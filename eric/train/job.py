@@ -163,12 +163,17 @@ def state_space_recipe(job: TrainingJob) -> str | None:
     return m.state_space.effective_recipe(m.init) if variant is not None and variant.state else None
 
 
+# L_CL and its chance over the batch's and over the entity's candidates, at the last validation
+CONTRASTIVE_FINALS = ("contrastive_loss", "contrastive_chance", "contrastive_entity_loss", "contrastive_entity_chance")
+
+
 def summarize(job: TrainingJob, result: TrainResult, run_id: str | None) -> dict:
     last_val = result.val_history[-1] if result.val_history else {}
     return {
         "stage": job.stage, "variant": job.variant, **result.summary(),
         "state_space_recipe": state_space_recipe(job),
         "final_val_lm_loss": last_val.get("val_lm_loss"),
+        **{f"final_val_{k}": last_val[f"val_{k}"] for k in CONTRASTIVE_FINALS if f"val_{k}" in last_val},
         "train_examples": len(job.train_set), "val_examples": len(job.val_set),
         "parameters": sum(p.numel() for p in job.model.parameters()),
         "model_dir": str(job.model_dir), "mlflow_run_id": run_id,

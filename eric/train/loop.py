@@ -119,6 +119,18 @@ def _reduce(values: dict[str, float], any_keys: bool = False) -> dict[str, float
     return dict(zip(keys, tensor.tolist()))
 
 
+def _pooled_means(averager: Averager) -> dict[str, float]:
+    """Each term's mean over every rank's steps (and clears `averager`). Sums and counts are
+    pooled, not each rank's means: a rank may hold no defined value of a term (a NaN
+    diagnostic, a rank without validation batches), so ranks may hold different keys."""
+    sum_of, count_of = averager.totals()
+    averager.pop()
+    totals = _reduce({**{f"sum_{k}": v for k, v in sum_of.items()},
+                      **{f"n_{k}": v for k, v in count_of.items()}}, any_keys=True)
+    return {k[4:]: totals[k] / totals[f"n_{k[4:]}"] for k in totals
+            if k.startswith("sum_") and totals[f"n_{k[4:]}"]}
+
+
 class Trainer:
     def __init__(
         self,
@@ -328,8 +340,7 @@ class Trainer:
         return {"loss": f"{row.get('loss', float('nan')):.3f}", "tok/s": f"{row['tokens_per_s']:,.0f}"}
 
     def _log_train(self) -> None:
-        world = self.rank.world_size
-        means = {k: v / world for k, v in _reduce(self.losses.pop()).items()}
+        means = _pooled_means(self.losses)
         row = {"step": self.state.step, "epoch": round(self.state.step / self.steps_per_epoch, 4),
                **{k: round(v, 5) for k, v in means.items()},
                "lr": self._last_lr,
@@ -355,10 +366,7 @@ class Trainer:
             sums.add(step_terms(outputs), weight=target_tokens(batch) or len(indices))
         self.engine.train()
         self._set_collate_epoch(self.state.step // self.steps_per_epoch)
-        sum_of, count_of = sums.totals()
-        totals = _reduce({**{f"sum_{k}": v for k, v in sum_of.items()},
-                          **{f"n_{k}": v for k, v in count_of.items()}}, any_keys=True)
-        means = {k[4:]: totals[k] / totals[f"n_{k[4:]}"] for k in totals if k.startswith("sum_")}
+        means = _pooled_means(sums)
         row = {"step": self.state.step, "epoch": round(self.state.step / self.steps_per_epoch, 4),
                **{f"val_{k}": round(v, 5) for k, v in means.items()}}
         self.state.val_history.append(row)

@@ -13,7 +13,7 @@ from eric.model.state_space import usage_perplexity
 # Loss terms a model output may carry besides `.loss` (ERIC returns all three; BART none).
 LOSS_TERMS = ("lm_loss", "entity_loss", "contrastive_loss", "state_entropy_loss")
 # state-space diagnostics ERIC outputs carry (docs/state-space.md), averaged like the losses
-DIAGNOSTICS = ("contrastive_chance", "event_cosine", "event_rank")
+DIAGNOSTICS = ("contrastive_chance", "contrastive_entity_chance", "event_cosine", "event_rank")
 
 
 def step_terms(outputs) -> dict[str, torch.Tensor]:
