@@ -7,14 +7,19 @@
 - entity mention control and the states the generations used (variants with a planner);
 - entity coherence by position on the test split, with the model's predicted states and
   with random states (eric/evaluate/coherence.py);
+- the LM loss on the training loop's validation rows (variants of kind eric): with gold and
+  with the model's own predicted states where it has states (`lm_loss_gold_states`,
+  `lm_loss_predicted_states`), else `lm_loss` (eric/evaluate/lm_loss.py);
 - states used out of K on the training split, the ten most used, the state transitions
   of the same pass (eric/evaluate/state_transitions.py), the state explorer
   (eric/evaluate/state_analysis.py);
 - on EntityWorld (corpus.kind: world): the checker over the samples with its per-story
-  counts, coherence on the swaps the checker says break a rule under every scoring, learned
-  vs true states (eric/evaluate/world_metrics.py), the probes (world_probes.py), the oracle
-  lines (world_lines.py) and, with evaluate.world.curve_inputs, the learning curve over the
-  training snapshots (world_curve.py): the `world` key (docs/entityworld.md).
+  counts, coherence on the swaps the checker says break a rule under every scoring and state
+  mode (predicted, gold, random), learned vs true states (eric/evaluate/world_metrics.py),
+  the probes (world_probes.py), the L_CL lines of chance, identity, oracle and oracle +
+  identity per candidate set (world_lines.py) and, with evaluate.world.curve_inputs, the
+  learning curve over the training snapshots (world_curve.py): the `world` key
+  (docs/entityworld.md).
 Outputs: metrics/evaluate/<variant>.json (DVC metrics), outputs/analysis/<variant>/
 {coherence.csv, state_usage.csv, state_transitions.csv, state_explorer.html}; the
 numbers are logged to the variant's MLflow run (its train_stage_one run, else a new
@@ -116,6 +121,26 @@ def coherence(params: Params, variant: str, model, tokenizer) -> tuple[dict, dic
 
 
 @stage_task
+def lm_loss(params: Params, variant: str, model, tokenizer) -> dict:
+    """The LM loss on the training loop's validation rows and batches (train.max_val_examples):
+    with gold and with the model's own predicted states for a variant with states, else plain
+    (eric/evaluate/lm_loss.py). Baselines with batch inputs of their own are left out."""
+    from eric.data.one_stage import COLUMNS as ONE_STAGE_COLUMNS
+    from eric.data.one_stage import one_stage_row
+    from eric.evaluate.lm_loss import val_batches, validation_lm_loss
+
+    m, t, two_stage = params.model, params.train, params.model.variants[variant].two_stage
+    rows = _rows(params, "val", ["id", "source", "target", "unit_entities", *(() if two_stage else ONE_STAGE_COLUMNS)],
+                 t.max_val_examples)
+    rows = rows if two_stage else [one_stage_row(r) for r in rows]  # as the training stage reads them
+    batches = val_batches(tokenizer, rows, t.micro_batch_size, m.max_source_length, m.max_target_length)
+    out = validation_lm_loss(model, _collator(params, tokenizer), rows, batches)
+    print(f"{variant}: validation LM loss over {out['lm_loss_texts']} texts: "
+          + ", ".join(f"{k} {v}" for k, v in out.items() if isinstance(v, float)))
+    return out
+
+
+@stage_task
 def world_metrics(params: Params, variant: str, model, tokenizer) -> dict:
     """EntityWorld: the checker over the samples (stage one, final, references; per story and
     at the world's event mix) and, with a model that has states, their agreement with the
@@ -170,16 +195,18 @@ def world_probes(params: Params, variant: str, model, tokenizer) -> dict:
 
 @stage_task
 def world_lines(params: Params, variant: str, tokenizer) -> dict:
-    """The oracle critic's L_CL on the loop's validation batches, beside the model's own L_CL /
-    chance (variants with states: eric/evaluate/world_lines.py)."""
-    from eric.evaluate.world_lines import contrastive_ratios, oracle_line, val_batches
+    """Chance, identity, oracle and oracle + identity L_CL per candidate set on the loop's
+    validation batches, beside the model's own L_CL / chance (variants with states:
+    eric/evaluate/world_lines.py)."""
+    from eric.evaluate.lm_loss import val_batches
+    from eric.evaluate.world_lines import contrastive_ratios, critic_lines
 
     m, t, w = params.model, params.train, params.corpus.world
     val = _world_rows(params, "val", t.max_val_examples)
     batches = val_batches(tokenizer, val, t.micro_batch_size, m.max_source_length, m.max_target_length)
-    oracle = oracle_line(_collator(params, tokenizer), val, _world_rows(params, "train", None), batches, w.seed,
+    lines = critic_lines(_collator(params, tokenizer), val, _world_rows(params, "train", None), batches, w.seed,
                          tuple(w.cast), params.preprocess.max_target_units)
-    return {"oracle": oracle, "model": contrastive_ratios(resolve_path(t.plots_dir), variant)}
+    return {**lines, "model": contrastive_ratios(resolve_path(t.plots_dir), variant)}
 
 
 @stage_task
@@ -309,9 +336,12 @@ def run(variant: str, params_path: str = "params.yaml") -> dict:
     wants_coherence = params.evaluate.coherence and v.two_stage
     world = params.corpus.kind == "world"
     probes = world and params.evaluate.world.probe_train_texts > 0  # any model, states or not
+    wants_lm_loss = v.kind == "eric"  # ERIC, its ablations, BART, Seq2Seq: the collator's batches are theirs
     model = tokenizer = variants = None
-    if wants_coherence or config_has_state or has_codes or probes:
+    if wants_coherence or config_has_state or has_codes or probes or wants_lm_loss:
         model, tokenizer = load_model(params, variant)
+        if wants_lm_loss:
+            metrics.update(lm_loss(params, variant, model, tokenizer))
         if wants_coherence:
             metrics["coherence"], variants = coherence(params, variant, model, tokenizer)
         if config_has_state:

@@ -15,12 +15,16 @@ entity and so never pays for choosing it; two scorings make models comparable:
   joint  plus the planner's log-probability of the unit's entity (of the swapped-in one in
          the perturbed unit): what the model pays for choosing it; = lm without a planner
   event  the unit's log-probability without the swapped placeholder token, in both
-         versions: only what the rest of the unit says about that entity counts States, for variants that have
-them:
+         versions: only what the rest of the unit says about that entity counts
+States, for variants that have them:
   predicted  the model's own: unit by unit, e^_n from the prefix (with the states of
              the earlier units injected) quantized to the nearest state; the perturbed
              unit gets the state predicted for the replacement entity
   random     a random state per unit with an entity, the same in both versions
+  gold       (asked for: `state_modes(config, gold=True)`) the sentence encoder's state of
+             each unit of the true text, read at its first placeholder, the same in both
+             versions: what states the text itself chose are worth, the reference beside
+             predicted and random
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from transformers.models.bart.modeling_bart import shift_tokens_right
 
 from eric.data.collate import StageOneCollator
 
-PREDICTED, RANDOM, NO_STATES = "predicted", "random", "none"
+PREDICTED, RANDOM, GOLD, NO_STATES = "predicted", "random", "gold", "none"
 LM, JOINT, EVENT = "lm", "joint", "event"
 SCORINGS = (LM, JOINT, EVENT)
 
@@ -87,13 +91,13 @@ class CoherenceResult:
                 for k, v in self.by_position().items()]
 
 
-def state_modes(config) -> list[str]:
-    """Predicted and random states for a variant with states; otherwise none."""
-    return [PREDICTED, RANDOM] if config.use_state else [NO_STATES]
+def state_modes(config, gold: bool = False) -> list[str]:
+    """Predicted (, gold) and random states for a variant with states; otherwise none."""
+    return ([PREDICTED, *([GOLD] if gold else []), RANDOM]) if config.use_state else [NO_STATES]
 
 
 def mode_label(variant: str, mode: str) -> str:
-    return f"{variant} (random states)" if mode == RANDOM else variant
+    return f"{variant} ({mode} states)" if mode in (RANDOM, GOLD) else variant
 
 
 class CoherenceScorer:
@@ -226,6 +230,18 @@ class CoherenceScorer:
         predicted = out.predicted_state_ids.cpu()
         return [int(predicted[b, n]) for b, n in enumerate(units)]
 
+    def gold_states(self, texts: list[Text]) -> None:
+        """Each unit's gold state: the sentence encoder's e_n at its first placeholder, quantized."""
+        from eric.evaluate.state_analysis import gold_states
+
+        units = max(len(t.spans) for t in texts)
+        positions = [[self._first_entity(t.labels, s, e)[0] for s, e in t.spans] for t in texts]
+        batch = {"labels": _pad([t.labels for t in texts], -100), "entity_positions": _pad(positions, -1, units),
+                 "entity_ids": _pad([t.entities for t in texts], -100, units)}
+        ids = gold_states(self.model, {k: v.to(self.model.device) for k, v in batch.items()})[0].cpu()
+        for b, text in enumerate(texts):
+            text.states = ids[b, : len(text.entities)].tolist()
+
     def random_states(self, text: Text) -> list[int]:
         rng = random.Random(f"{self.seed}:random-states:{text.id}")
         return [rng.randrange(self.config.num_states) if cls > 0 else -1 for cls in text.entities]
@@ -253,6 +269,9 @@ class CoherenceScorer:
         if mode == PREDICTED:
             for batch in self._batches(texts, "predicting states"):
                 self.predicted_states(batch)
+        elif mode == GOLD:
+            for batch in self._batches(texts, "gold states"):
+                self.gold_states(batch)
         elif mode == RANDOM:
             for text in texts:
                 text.states = self.random_states(text)

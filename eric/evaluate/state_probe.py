@@ -16,7 +16,9 @@ state at each unit's sentence token (what it has read before writing the unit) i
 into as many clusters as ERIC has states (k-means fitted on the training units), and the
 cluster id is probed like a state id (`hidden_unit_pairs`, `quantize_hidden`): a probe of
 equal capacity for BART and ERIC. `linear_probe` reads the vectors themselves (a multinomial
-logistic regression on standardized vectors): what any linear read-out can find there.
+logistic regression on standardized vectors): what any linear read-out can find there; of
+ERIC's own vectors (`unit_state_vectors`): the continuous e^_n, its quantized state and the
+gold e_n.
 """
 
 from __future__ import annotations
@@ -58,19 +60,41 @@ def _on(model, batch: dict) -> dict:
     return {k: v.to(model.device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
 
 
-@torch.no_grad()
+# the vectors `unit_state_vectors` gives per unit, for `linear_probe`
+VECTORS = ("predicted_vector", "predicted_state_vector", "gold_vector")
+
+
 def unit_state_pairs(model, collator, rows: list[dict], label: Callable[[dict, int], str],
                      batch_size: int = 16) -> list[UnitState]:
     """Predicted and gold state of every unit with a planned entity (the collator's seeded draw)."""
+    return unit_state_vectors(model, collator, rows, label, batch_size)[0]
+
+
+@torch.no_grad()
+def unit_state_vectors(model, collator, rows: list[dict], label: Callable[[dict, int], str],
+                       batch_size: int = 16) -> tuple[list[UnitState], dict[str, torch.Tensor]]:
+    """`unit_state_pairs` and, in the same order, each unit's vectors (VECTORS): the
+    predictor's continuous e^_n, the state it is quantized to (what generation injects) and
+    the sentence encoder's e_n (read from the unit itself: the reference a prefix can at
+    best approach)."""
+    from eric.evaluate.state_analysis import gold_states
+
     model.eval()
     out: list[UnitState] = []
+    found: dict[str, list[torch.Tensor]] = {name: [] for name in VECTORS}
+    codebook = model.state_space.vectors().float()
     for start in range(0, len(rows), batch_size):
         chunk = rows[start:start + batch_size]
-        result = model(**_on(model, collator(chunk)))
-        predicted, gold = result.predicted_state_ids.cpu(), result.state_ids.cpu()
-        for b, n in (gold >= 0).nonzero().tolist():
+        batch = _on(model, collator(chunk))
+        result = model(**batch)
+        predicted, gold = result.predicted_state_ids, result.state_ids
+        units = gold >= 0
+        for b, n in units.nonzero().tolist():
             out.append(UnitState(start + b, n, int(predicted[b, n]), int(gold[b, n]), label(chunk[b], n)))
-    return out
+        found["predicted_vector"].append(result.predicted_events[units].float().cpu())
+        found["predicted_state_vector"].append(codebook[predicted[units]].cpu())
+        found["gold_vector"].append(gold_states(model, batch)[1][units].float().cpu())
+    return out, {name: torch.cat(parts) if parts else torch.zeros(0) for name, parts in found.items()}
 
 
 @torch.no_grad()

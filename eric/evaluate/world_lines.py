@@ -1,18 +1,20 @@
-"""Reference lines from the world's generator: what the best predictor could reach.
+"""Reference lines from the world's generator and from placeholders alone.
 
 - `oracle_event_probe`: before each test unit, the generator's exact distribution over the
   next event (eric/world/oracle.py) gives P(event kind | the focal character acts); its most
   likely kind is the best guess any model can make from the prefix, the ceiling of the
   `event` probes (eric/evaluate/world_probes.py). Beside it the training units' majority
   kind, the probes' floor.
-- `oracle_line`: the oracle critic's L_CL (the Bayes-optimal InfoNCE scores of the same
-  candidates) on exactly the validation batches the training loop scores (same rows, length
-  order, batch size, entity draws, hard negatives), weighted per target token as the loop
-  weighs its validation means; with ln(candidates), chance. A reference beside chance, not a
-  target a tracker must reach: on these candidates a critic that only matches the planned
-  entity's placeholder goes below chance too (docs/state-predictor.md, eric/world/oracle.py).
+- `critic_lines`: the lines no learned model needs, on exactly the validation batches the
+  training loop scores (same rows, length order, batch size, entity draws, hard negatives),
+  weighted per target token as the loop weighs its validation means, for each candidate set
+  (batch, text, entity: eric/evaluate/critics.py): chance (mean ln candidates), the
+  identity critic (matches the placeholder only), the oracle (eric/world/oracle.py) and
+  oracle + identity, each as `loss` and `vs_chance`. A learned L_CL counts as learning only
+  below the identity line and, on entity candidates (where identity is chance), below chance.
 - `contrastive_ratios`: the model's own L_CL / chance at the end of training, train and
-  validation (the training stage's plots), to read against the oracle's.
+  validation (the training stage's plots), over its training candidates and over entity
+  candidates, to read against those lines.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ import csv
 from collections import Counter
 from pathlib import Path
 
-from eric.world.oracle import OracleLoss, event_tables
+from eric.evaluate.critics import CANDIDATE_SETS, batch_pairs, candidate_mask, critic_loss, identity
+from eric.world.oracle import Oracle, event_tables
 from eric.world.phrasings import PLACEHOLDER
 
 
@@ -46,39 +49,53 @@ def oracle_event_probe(train_rows: list[dict], test_rows: list[dict], seed: int,
             "majority": round(base / units, 4) if units else None, "units": units}
 
 
-def val_batches(tokenizer, val_rows: list[dict], micro_batch_size: int, max_source: int, max_target: int
-                ) -> list[list[int]]:
-    """The training loop's validation batches on one rank (eric/train/loop.py): longest first."""
-    from eric.train.data_order import eval_batches, lengths
-
-    return eval_batches(len(val_rows), micro_batch_size, lengths=lengths(tokenizer, val_rows, max_source, max_target))
+LINES = ("identity", "oracle", "oracle_identity")
 
 
-def oracle_line(collator, val_rows: list[dict], train_rows: list[dict], batches: list[list[int]], seed: int,
-                cast: tuple[int, int], events: int) -> dict:
-    """The oracle's L_CL and chance over `batches` (indices into `val_rows`: the loop's
-    eval_batches); `train_rows` give the labels' marginal, as the oracle's prior."""
+def critic_lines(collator, val_rows: list[dict], train_rows: list[dict], batches: list[list[int]], seed: int,
+                 cast: tuple[int, int], events: int) -> dict:
+    """Chance and each critic's L_CL (identity, oracle, oracle + identity: LINES) per candidate
+    set (critics.py), over `batches` (indices into `val_rows`: the loop's eval_batches), as
+    the loop weighs its validation means (per target token; a batch where no anchor is
+    scored counts for nothing); `train_rows` give the labels' marginal, the oracle's prior."""
     from eric.train.meters import target_tokens
 
-    tables = event_tables(seed, {r["id"] for r in val_rows}, tuple(cast), events)
-    oracle = OracleLoss(tables, collator.entity_class, train_rows)
-    loss = chance = weight = 0.0
+    oracle = Oracle(event_tables(seed, {r["id"] for r in val_rows}, tuple(cast), events), val_rows, train_rows)
+    sums = {which: {"chance": 0.0, "weight": 0.0, "anchors": 0, **dict.fromkeys(LINES, 0.0)}
+            for which in CANDIDATE_SETS}
     for indices in batches:
         rows = [val_rows[i] for i in indices]
         batch = collator(rows)
-        value, ln_candidates = oracle(batch, rows)
+        pairs = batch_pairs(batch, [r["id"] for r in rows], collator.entity_class)
+        scores = {name: critic(pairs.anchors, pairs.candidates) for name, critic in
+                  (("identity", identity), ("oracle", oracle))}
+        scores["oracle_identity"] = scores["oracle"] + scores["identity"]  # critics add as scores
         w = target_tokens(batch)
-        loss, chance, weight = loss + w * value, chance + w * ln_candidates, weight + w
-    if not weight or not chance:
-        return {"oracle_loss": None, "chance": None, "oracle_vs_chance": None, "val_texts": len(val_rows),
-                "batches": len(batches)}
-    return {"oracle_loss": round(loss / weight, 4), "chance": round(chance / weight, 4),
-            "oracle_vs_chance": round(loss / chance, 4), "val_texts": len(val_rows), "batches": len(batches)}
+        for which, total in sums.items():
+            allowed, counted = candidate_mask(pairs, which)
+            for name in LINES:
+                loss, chance, anchors = critic_loss(scores[name], allowed, counted)
+                total[name] += w * loss
+            if anchors:
+                total["chance"], total["weight"] = total["chance"] + w * chance, total["weight"] + w
+                total["anchors"] += anchors
+    return {"val_texts": len(val_rows), "batches": len(batches),
+            **{which: _lines(total) for which, total in sums.items()}}
 
 
-def cl_ratio(row: dict, prefix: str = "val_") -> float | None:
-    """L_CL / chance of one row of the training plots (None where the row has no L_CL)."""
-    loss, chance = row.get(f"{prefix}contrastive_loss"), row.get(f"{prefix}contrastive_chance")
+def _lines(total: dict) -> dict:
+    """Means of one candidate set's sums: chance, and each line's loss and loss / chance."""
+    weight, chance = total["weight"], total["chance"]
+    ratio = lambda loss: round(loss / chance, 4) if chance else None  # noqa: E731
+    return {"anchors": total["anchors"], "chance": round(chance / weight, 4) if weight else None,
+            **{name: {"loss": round(total[name] / weight, 4) if weight else None, "vs_chance": ratio(total[name])}
+               for name in LINES}}
+
+
+def cl_ratio(row: dict, prefix: str = "val_", term: str = "contrastive") -> float | None:
+    """L_CL / chance of one row of the training plots (None where the row has no L_CL);
+    `term` contrastive_entity: over entity candidates."""
+    loss, chance = row.get(f"{prefix}{term}_loss"), row.get(f"{prefix}{term}_chance")
     if loss in (None, "") or chance in (None, "") or not float(chance):
         return None
     return round(float(loss) / float(chance), 5)
@@ -93,6 +110,11 @@ def read_plot(path: Path) -> list[dict]:
 
 
 def contrastive_ratios(plots_dir: Path, variant: str) -> dict:
-    """The last train and validation rows' L_CL / chance."""
+    """The last train and validation rows' L_CL / chance over the candidates the model trained
+    with (`train`, `val`) and over entity candidates (`entity_train`, `entity_val`: None for
+    runs that predate the columns)."""
     train, val = read_plot(plots_dir / f"{variant}.csv"), read_plot(plots_dir / f"{variant}_val.csv")
-    return {"train": cl_ratio(train[-1], "") if train else None, "val": cl_ratio(val[-1]) if val else None}
+    last = lambda rows, prefix, term: cl_ratio(rows[-1], prefix, term) if rows else None  # noqa: E731
+    return {"train": last(train, "", "contrastive"), "val": last(val, "val_", "contrastive"),
+            "entity_train": last(train, "", "contrastive_entity"),
+            "entity_val": last(val, "val_", "contrastive_entity")}

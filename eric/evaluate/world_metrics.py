@@ -7,7 +7,8 @@
 - coherence where the checker gives the answer: as eric/evaluate/coherence.py, but a
   unit's first placeholder is swapped only for an earlier one that makes the unit
   break a rule (the checker decides), so every case is a true incoherence; under every
-  scoring (lm, joint, event) and state mode, with each case's outcome (`coherence_variants`);
+  scoring (lm, joint, event) and state mode (predicted, gold, random: eric/evaluate/
+  coherence.py), with each case's outcome (`coherence_variants`);
 - state agreement: on the test split, each unit's gold state (sentence encoder ->
   nearest state) for its focal character, against the true (event type, condition
   after) of that character: NMI and purity (also against event, condition, entity).
@@ -22,6 +23,7 @@ from tqdm.auto import tqdm
 
 from eric.data.collate import StageOneCollator
 from eric.evaluate.coherence import (
+    GOLD,
     LM,
     SCORINGS,
     Case,
@@ -116,15 +118,16 @@ def world_coherence(model, tokenizer, rows: list[dict], variant: str, **options)
 def coherence_variants(model, tokenizer, rows: list[dict], variant: str, scorings=SCORINGS,
                        **options) -> tuple[list[CoherenceResult], dict]:
     """Checker-decided coherence under each scoring and state mode: the `lm` results (the
-    paper's test, as `world_coherence`; empty without lm) and, for the metrics, every
-    `<scoring>/<mode>` accuracy with each case's outcome (`right`, 0/1, in the order of
-    `cases`: text id and 0-based unit), so that models can be paired case by case (McNemar)."""
+    paper's test, as `world_coherence`, without gold states; empty without lm) and, for the
+    metrics, every `<scoring>/<mode>` accuracy (with gold states beside predicted and random)
+    with each case's outcome (`right`, 0/1, in the order of `cases`: text id and 0-based
+    unit), so that models can be paired case by case (McNemar)."""
     lm, accuracy, right, keys = [], {}, {}, None
     for scoring in scorings:
         scorer = WorldCoherenceScorer(model, tokenizer, rows, scoring=scoring, **options)
-        for mode in state_modes(model.config):
+        for mode in state_modes(model.config, gold=True):
             result = scorer.run(rows, mode, mode_label(variant, mode))
-            lm += [result] if scoring == LM else []
+            lm += [result] if scoring == LM and mode != GOLD else []
             outcomes = {(t, u): int(r) for t, u, r in result.outcomes}
             keys = keys if keys is not None else list(outcomes)  # the same cases under every scoring and mode
             accuracy[f"{scoring}/{mode}"] = result.accuracy

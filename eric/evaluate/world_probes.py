@@ -14,6 +14,9 @@ Probes, each as `<probe>/<label>`:
 - hidden: the decoder's last hidden state at the unit's sentence token, in as many k-means
   clusters as the model has states, voted the same way (equal capacity for any model);
 - linear: a logistic regression on those hidden states;
+- predicted_vector, predicted_state_vector, gold_vector (variants with states): the same
+  regression on the predictor's continuous e^_n, on the state it is quantized to, and on the
+  sentence encoder's e_n (from the unit itself: the reference);
 - entity: the same regression where the decoder has read the focal character's placeholder
   (two-stage models: a one-stage model reads the stories with their names, as it was
   trained, and has no placeholder to stop at).
@@ -32,7 +35,7 @@ from eric.evaluate.state_probe import (
     majority_probe,
     prediction_cosines,
     quantize_hidden,
-    unit_state_pairs,
+    unit_state_vectors,
 )
 from eric.evaluate.world_metrics import focal_rows, true_labels
 from eric.world.phrasings import PLACEHOLDER
@@ -75,19 +78,21 @@ def world_probes(model, tokenizer, collator, train_rows: list[dict], test_rows: 
     at_entity = ((([], None), ([], None)) if one_stage else
                  tuple(hidden_unit_pairs(model, collator, rows, _joined, entity=focal) for rows in both))
     voted = {"hidden": ("predicted", quantize_hidden(*vectors, clusters, seed=seed))}
+    read = {"linear": vectors, "entity": at_entity}
     states = None
     if getattr(model.config, "use_state", False):
-        states = tuple(unit_state_pairs(model, collator, rows, _joined) for rows in both)
-        voted.update({"predicted": ("predicted", states), "gold": ("gold", states)})
+        (train_states, train_x), (states, test_x) = (unit_state_vectors(model, collator, r, _joined) for r in both)
+        voted.update({"predicted": ("predicted", (train_states, states)), "gold": ("gold", (train_states, states))})
+        read.update({name: ((train_states, train_x[name]), (states, test_x[name])) for name in train_x})
     out: dict = {}
     for i, name in enumerate(LABELS):
         for probe, (which, (train, test)) in voted.items():
             out[f"{probe}/{name}"] = majority_probe(_relabel(train, i), _relabel(test, i), which=which).to_dict()
-        for probe, ((train, train_x), (test, test_x)) in (("linear", vectors), ("entity", at_entity)):
+        for probe, ((train, train_x), (test, test_x)) in read.items():
             if len(train) and len(test):  # `entity`: units whose placeholder fits in the target length
                 found = linear_probe((_relabel(train, i), train_x), (_relabel(test, i), test_x))
                 out[f"{probe}/{name}"] = found.to_dict()
     if states is not None:
-        out["predicted_is_gold"] = round(agreement(states[1]), 4)
+        out["predicted_is_gold"] = round(agreement(states), 4)
         out["cosines"] = prediction_cosines(model, collator, test_rows)
     return {"train_texts": len(train_rows), "test_texts": len(test_rows), **out}

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+from eric.data.collate import StageOneCollator
 from eric.evaluate.coherence import (
+    GOLD,
     NO_STATES,
     PREDICTED,
     RANDOM,
@@ -16,7 +18,7 @@ from eric.evaluate.coherence import (
     read_rows,
     write_rows,
 )
-from tests.generate.tiny import NUM_STATES, one_thread, synthetic_rows, tiny_stage_one, tiny_tokenizer  # noqa: F401
+from tests.generate.tiny import MAX_ENTITIES, NUM_STATES, one_thread, synthetic_rows, tiny_stage_one, tiny_tokenizer  # noqa: F401
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -96,6 +98,20 @@ def test_predicted_states_are_the_models_own_fixed_point(tokenizer, rows):
             assert (state >= 0) == (cls > 0) and state < NUM_STATES
 
 
+def test_gold_states_are_the_sentence_encoders_states_of_the_true_text(tokenizer, rows):
+    s = scorer(tokenizer)
+    first = [{**r, "unit_entities": [found[:1] for found in r["unit_entities"]]} for r in rows[:4]]
+    texts = [s.encode(r) for r in first]
+    s.gold_states(texts)
+    # the training forward with each unit's first placeholder as p_n: the same states
+    collator = StageOneCollator(tokenizer, max_entities=MAX_ENTITIES)
+    with torch.no_grad():
+        gold = s.model(**collator(first)).state_ids
+    assert [t.states for t in texts] == [gold[b, : len(t.states)].tolist() for b, t in enumerate(texts)]
+    assert len({st for t in texts for st in t.states if st >= 0}) > 1  # not one state for all
+    assert [t.states for t in texts] != s.predicted_states(texts)  # another mode, other states
+
+
 def test_random_states_are_seeded_per_text(tokenizer, rows):
     s = scorer(tokenizer, seed=3)
     text = s.encode(rows[0])
@@ -127,6 +143,8 @@ def test_state_modes_follow_the_variant(tokenizer, rows):
     from eric.evaluate.coherence import state_modes
 
     assert state_modes(tiny_stage_one(tokenizer, "eric").config) == [PREDICTED, RANDOM]
+    assert state_modes(tiny_stage_one(tokenizer, "eric").config, gold=True) == [PREDICTED, GOLD, RANDOM]
+    assert state_modes(tiny_stage_one(tokenizer, "bart").config, gold=True) == [NO_STATES]
     assert state_modes(tiny_stage_one(tokenizer, "bart").config) == [NO_STATES]
 
 

@@ -17,6 +17,7 @@ from eric.evaluate.state_probe import (
     prediction_cosines,
     quantize_hidden,
     unit_state_pairs,
+    unit_state_vectors,
 )
 from tests.model.conftest import ENTITIES, SENT, make_batch, tiny_model
 
@@ -64,6 +65,22 @@ def test_pairs_come_from_the_models_predicted_and_gold_states():
     for p in pairs:
         assert p.gold == int(out.state_ids[p.text, p.unit]) and p.predicted == int(out.predicted_state_ids[p.text, p.unit])
         assert p.label == f"unit{p.unit}"
+
+
+def test_state_vectors_are_the_predicted_quantized_and_gold_vectors_of_the_same_units():
+    model = tiny_model()
+    batch = make_batch(rows=3)
+    pairs, vectors = unit_state_vectors(model, lambda chunk: batch, [{}] * 3, lambda row, n: f"unit{n}", batch_size=3)
+    assert pairs == unit_state_pairs(model, lambda chunk: batch, [{}] * 3, lambda row, n: f"unit{n}", batch_size=3)
+    out = model.eval()(**batch)
+    codebook = model.state_space.vectors()
+    assert all(v.shape == (len(pairs), codebook.shape[1]) for v in vectors.values())
+    for i, p in enumerate(pairs):
+        assert torch.allclose(vectors["predicted_vector"][i], out.predicted_events[p.text, p.unit].float(), atol=1e-6)
+        assert torch.allclose(vectors["predicted_state_vector"][i], codebook[p.predicted].float(), atol=1e-6)
+        # e_n: its nearest state is the unit's gold state
+        assert int(model.state_space.nearest(vectors["gold_vector"][i][None])[0]) == p.gold
+    assert not torch.allclose(vectors["predicted_vector"], vectors["gold_vector"])
 
 
 def test_agreement_counts_units_whose_predicted_state_is_the_gold_one():

@@ -13,16 +13,18 @@ import torch
 from eric.data.collate import StageOneCollator
 from eric.data.examples import stage_one_target
 from eric.evaluate.compact_json import dumps
+from eric.evaluate.critics import batch_pairs
 from eric.evaluate.state_probe import UnitState, linear_probe, majority_probe
 from eric.evaluate.world_checks import columns, is_grounded, name_counts, rates, story_checks, story_counts
 from eric.evaluate.world_curve import snapshots, world_curve
-from eric.evaluate.world_lines import contrastive_ratios, oracle_event_probe, oracle_line, val_batches
+from eric.evaluate.lm_loss import val_batches
+from eric.evaluate.world_lines import contrastive_ratios, critic_lines, oracle_event_probe
 from eric.evaluate.world_mix import kind_columns, standardized
 from eric.evaluate.world_probes import unit_labels
 from eric.world.checker import check_story
 from eric.world.corpus import stage_one_row
 from eric.world.generate import generate_stories
-from eric.world.oracle import OracleLoss, event_tables
+from eric.world.oracle import Oracle, event_tables
 from tests.generate.tiny import MAX_ENTITIES, tiny_tokenizer
 
 SCENE = "Anna Berg and Tom Reed are at Old Harbor; Mia Cole is at Red Mill."
@@ -124,24 +126,39 @@ def world_rows():
     return [stage_one_row(s) for s in generate_stories(seed=3, count=10, cast=(3, 5), events=6)]
 
 
-def test_the_oracle_line_is_the_oracle_on_the_loops_validation_batches(world_rows):
+def test_the_critic_lines_are_the_critics_on_the_loops_validation_batches(world_rows):
     tokenizer = tiny_tokenizer(world_rows)
-    collator = StageOneCollator(tokenizer, 128, 128, max_entities=MAX_ENTITIES, seed=1)
+    collator = StageOneCollator(tokenizer, 128, 128, max_entities=MAX_ENTITIES, hard_negatives=True, seed=1)
     val, train = world_rows[:5], world_rows  # the labels' marginal: every label of the batches is seen
     batches = val_batches(tokenizer, val, 4, 128, 128)
     assert sorted(i for b in batches for i in b) == list(range(5)) and [len(b) for b in batches] == [4, 1]
-    out = oracle_line(collator, val, train, batches, seed=3, cast=(3, 5), events=6)
-    # by hand: the oracle on each batch, weighted by its target tokens
-    oracle = OracleLoss(event_tables(3, {r["id"] for r in val}, (3, 5), 6), collator.entity_class, train)
+    out = critic_lines(collator, val, train, batches, seed=3, cast=(3, 5), events=6)
+    assert out["batches"] == 2 and out["val_texts"] == 5
+    # by hand, the batch set: the oracle's cross-entropy over every candidate of each batch,
+    # weighted by its target tokens
+    oracle = Oracle(event_tables(3, {r["id"] for r in val}, (3, 5), 6), val, train)
     parts = []
     for indices in batches:
         rows = [val[i] for i in indices]
         batch = collator(rows)
-        parts.append((*oracle(batch, rows), float((batch["labels"] != -100).sum())))
+        pairs = batch_pairs(batch, [r["id"] for r in rows], collator.entity_class)
+        assert pairs.negatives
+        scores = oracle(pairs.anchors, pairs.candidates)
+        loss = torch.nn.functional.cross_entropy(scores, torch.arange(len(pairs.anchors)))
+        parts.append((float(loss), math.log(len(pairs.candidates)), float((batch["labels"] != -100).sum())))
     weight = sum(w for _, _, w in parts)
-    assert out["oracle_loss"] == pytest.approx(sum(l * w for l, _, w in parts) / weight, abs=1e-4)
-    assert out["chance"] == pytest.approx(sum(c * w for _, c, w in parts) / weight, abs=1e-4)
-    assert 0 < out["oracle_vs_chance"] < 1 and out["batches"] == 2 and out["val_texts"] == 5
+    lines = out["batch"]
+    assert lines["oracle"]["loss"] == pytest.approx(sum(l * w for l, _, w in parts) / weight, abs=1e-4)
+    assert lines["chance"] == pytest.approx(sum(c * w for _, c, w in parts) / weight, abs=1e-4)
+    for which in ("batch", "text"):  # identity alone beats chance where other placeholders compete
+        lines = out[which]
+        assert lines["identity"]["vs_chance"] < 1 and 0 < lines["oracle"]["vs_chance"] < 1
+        # the bonus drops the candidates of other placeholders from the oracle's denominator
+        assert lines["oracle_identity"]["loss"] < lines["oracle"]["loss"]
+    entity = out["entity"]  # every candidate carries the anchor's placeholder: identity adds nothing
+    assert entity["identity"] == {"loss": entity["chance"], "vs_chance": 1.0}
+    assert entity["oracle_identity"] == entity["oracle"] and entity["oracle"]["vs_chance"] < 1
+    assert 0 < entity["anchors"] < out["batch"]["anchors"] and entity["chance"] < out["text"]["chance"]
 
 
 def test_the_oracle_event_probe_scores_every_test_unit(world_rows):
@@ -159,8 +176,15 @@ def test_the_curve_columns_and_the_contrastive_ratios(tmp_path):
     assert curve["step"] == [4, 8] and curve["val_lm_loss"] == [6.5, None] and curve["val_cl_ratio"] == [0.5, None]
     assert curve["parse_rate"] == [round(6 / 7, 5)] * 2 and curve["grounded_share"] == [0.5, 0.5]  # 5 digits
     assert curve["grounded_state_violation_rate"] == [round(2 / 3, 5)] * 2
-    assert contrastive_ratios(tmp_path, "eric") == {"train": 0.75, "val": 0.5}
-    assert contrastive_ratios(tmp_path, "bart") == {"train": None, "val": None}
+    none = {"entity_train": None, "entity_val": None}  # a run before the entity-candidate columns
+    assert contrastive_ratios(tmp_path, "eric") == {"train": 0.75, "val": 0.5, **none}
+    assert contrastive_ratios(tmp_path, "bart") == {"train": None, "val": None, **none}
+    (tmp_path / "new_val.csv").write_text(  # a run with them: entity candidates beside its own
+        "step,val_contrastive_loss,val_contrastive_chance,val_contrastive_entity_loss,val_contrastive_entity_chance\n"
+        "4,2.0,4.0,0.9,1.0\n")
+    (tmp_path / "new.csv").write_text("step,contrastive_loss,contrastive_chance,contrastive_entity_loss,"
+                                      "contrastive_entity_chance\n4,3.0,4.0,1.2,1.5\n")
+    assert contrastive_ratios(tmp_path, "new") == {"train": 0.75, "val": 0.5, "entity_train": 0.8, "entity_val": 0.9}
     folder = tmp_path / "snapshots" / "train_stage_one" / "eric"
     for step in (10, 2, 100):
         (folder / f"step-{step:06d}").mkdir(parents=True)

@@ -91,12 +91,13 @@ def test_the_world_key_holds_rates_per_story_counts_and_the_event_mix(world_proj
 def test_coherence_under_every_scoring_with_each_cases_outcome(world_project):
     _, metrics = world_project
     coherence = metrics["eric"]["world"]["coherence"]
-    modes = ("predicted", "random")
+    modes = ("predicted", "gold", "random")
     assert set(coherence["accuracy"]) == {f"{s}/{m}" for s in ("lm", "joint", "event") for m in modes}
     cases = len(coherence["cases"]["text"])
     assert cases and all(len(right) == cases for right in coherence["right"].values())
-    # the lm rows are the pipeline's coherence (the report's)
+    # the lm rows are the pipeline's coherence (the report's), which leaves the gold states out
     assert coherence["accuracy"]["lm/predicted"] == metrics["eric"]["coherence"]["eric"]["accuracy"]
+    assert set(metrics["eric"]["coherence"]) == {"eric", "eric (random states)"}
     assert "coherence" not in metrics["bart"]["world"]  # one-stage: no placeholders to swap
 
 
@@ -104,18 +105,38 @@ def test_probes_lines_and_the_learning_curve(world_project):
     _, metrics = world_project
     eric, bart = metrics["eric"]["world"], metrics["bart"]["world"]
     labels = ("event", "condition_before", "condition")
-    assert {f"{p}/{label}" for p in ("predicted", "gold", "hidden", "linear", "entity") for label in labels} <= set(
-        eric["probes"])
+    probes = ("predicted", "gold", "hidden", "linear", "entity", "predicted_vector", "predicted_state_vector",
+              "gold_vector")
+    assert {k for k in eric["probes"] if "/" in k} == {f"{p}/{label}" for p in probes for label in labels}
+    for label in labels:  # a regression on the vectors: against the training majority, with an interval
+        found = eric["probes"][f"predicted_vector/{label}"]
+        assert found["gain"] == pytest.approx(found["accuracy"] - found["majority"], abs=1e-3)
+        assert found["gain_low"] <= found["gain"] <= found["gain_high"] and found["units"] > 0
     assert all(0 <= eric["probes"][k]["majority"] <= 1 for k in eric["probes"] if "/" in k)
     assert eric["probes"]["oracle_event"]["units"] == 6 * EVENTS and "predicted_is_gold" in eric["probes"]
     # a one-stage model without states: its decoder, read on the named stories
     assert {k for k in bart["probes"] if "/" in k} == {f"{p}/{label}" for p in ("hidden", "linear") for label in labels}
     lines = eric["lines"]
-    assert 0 < lines["oracle"]["oracle_vs_chance"] and lines["oracle"]["batches"] == 2
-    assert lines["model"] == {"train": 0.625, "val": 0.5} and "lines" not in bart
+    assert lines["batches"] == 2 and lines["val_texts"] == 4
+    for which in ("batch", "text", "entity"):
+        assert {"anchors", "chance", "identity", "oracle", "oracle_identity"} == set(lines[which])
+        assert 0 < lines[which]["oracle"]["vs_chance"]
+    assert lines["entity"]["identity"]["vs_chance"] == 1.0 and lines["batch"]["identity"]["vs_chance"] < 1
+    # the plots hold no entity-candidate columns: a run before them
+    assert lines["model"] == {"train": 0.625, "val": 0.5, "entity_train": None, "entity_val": None}
+    assert "lines" not in bart
     curve = eric["curve"]
     assert curve["step"] == [2, 4] and curve["val_lm_loss"] == [8.0, 7.0] and curve["val_cl_ratio"] == [0.75, 0.5]
     assert all(len(v) == 2 for v in curve.values()) and "curve" not in bart  # bart: curve_inputs 0
+
+
+def test_the_lm_loss_with_gold_and_predicted_states_and_without_states(world_project):
+    _, metrics = world_project
+    eric, bart = metrics["eric"], metrics["bart"]
+    assert eric["lm_loss_texts"] == bart["lm_loss_texts"] == 4  # train.max_val_examples
+    assert eric["lm_loss_gold_states"] > 0 and eric["lm_loss_predicted_states"] > 0
+    assert eric["lm_loss_unsettled_batches"] == 0 and "lm_loss" not in eric
+    assert bart["lm_loss"] > 0 and "lm_loss_gold_states" not in bart
 
 
 def test_a_curve_asked_of_a_training_without_snapshots_is_a_one_line_error(world_project):

@@ -9,9 +9,10 @@ from collections import Counter
 import pytest
 import torch
 
+from eric.evaluate.critics import batch_pairs, candidate_mask, critic_loss
 from eric.world.corpus import stage_one_row
 from eric.world.generate import _next_event, draw_world, generate_stories, next_event_distribution
-from eric.world.oracle import OracleLoss, event_tables, involvement
+from eric.world.oracle import Oracle, event_tables, involvement
 
 
 def test_next_event_distribution_is_what_the_generator_draws():
@@ -65,13 +66,14 @@ def test_the_oracle_beats_chance_and_a_blind_one_does_not():
     stories = list(generate_stories(seed=4, count=16, cast=(3, 5)))
     rows = [stage_one_row(s) for s in stories]
     tables = event_tables(4, {r["id"] for r in rows}, cast=(3, 5))
-    batch = _batch(rows[:8])
-    loss, chance = OracleLoss(tables, {}, rows)(batch, rows[:8])
+    pairs = batch_pairs(_batch(rows[:8]), [r["id"] for r in rows[:8]], {})
+    allowed, counted = candidate_mask(pairs, "batch")
+    loss, chance, _ = critic_loss(Oracle(tables, rows, rows)(pairs.anchors, pairs.candidates), allowed, counted)
     assert chance == pytest.approx(math.log(8 * 15))
     assert loss < 0.9 * chance
     # an oracle that knows the story's next event but not which character is planned does worse
     blind_tables = {sid: [[_merged(step)] * len(step) for step in steps] for sid, steps in tables.items()}
-    blind, _ = OracleLoss(blind_tables, {}, rows)(batch, rows[:8])
+    blind, _, _ = critic_loss(Oracle(blind_tables, rows, rows)(pairs.anchors, pairs.candidates), allowed, counted)
     assert loss < blind
 
 
