@@ -314,8 +314,9 @@ def effective_recipe(recipe: str, init: str | None) -> str:
 # with the predictor's attention scaled by 1/sqrt(D) (docs/state-space.md), so they keep both
 # (DECAYED); `paper` decays nothing and scales nothing, as the authors' code.
 DECAYED = dict(decay_weights=True, predictor_scale="sqrt_d")
-# remedied + what lets L_CL learn (docs/state-space.md): only L_CL trains e_n, and the predictor
-# reads its query (the planned entity) directly; use with model.detach_planner_inputs: true
+# remedied + only L_CL trains e_n, and the predictor reads its query (the planned entity) directly;
+# use with model.detach_planner_inputs: true. Its L_CL goes below chance on the batch's candidates,
+# where matching the placeholder alone does too (docs/state-space.md, sections 7-8)
 DECOUPLED = dict(**DECAYED, state_init="kmeans", dead_code_steps=20, entropy_weight=1.0, event_norm="batch",
                  event_gradient="contrastive", predictor_residual=True)
 RECIPES: dict[str, dict] = {
