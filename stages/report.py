@@ -61,7 +61,22 @@ def collect(params: Params):
     trained = training_metrics(params)
     return ReportInputs(metrics, truth, coherence, usage, about(params, metrics, truth, trained),
                         transitions=transitions, humaneval=humaneval, training=trained,
-                        cases=case_study(params, samples), explorers=explorers(params))
+                        cases=case_study(params, samples), explorers=explorers(params),
+                        matched=matched_b1(params, samples))
+
+
+def matched_b1(params: Params, samples: dict[str, list[dict]]) -> dict[str, float]:
+    """B-1 at equal length of every sampled variant, on the test inputs they all wrote (by id);
+    {} without references."""
+    from eric.evaluate.scoring import matched_b1 as score
+
+    common = set.intersection(*({r["id"] for r in rows} for rows in samples.values())) if samples else set()
+    first = [r for r in next(iter(samples.values()), []) if r["id"] in common]  # its order, its references
+    if not first or not all(r["reference"] for r in first):
+        return {}
+    by_id = {v: {r["id"]: r["final_text"] for r in rows} for v, rows in samples.items()}
+    generations = {v: [texts[r["id"]] for r in first] for v, texts in by_id.items()}
+    return score(generations, [r["reference"] for r in first], params.evaluate.max_units)
 
 
 def read_variant_samples(params: Params) -> dict[str, list[dict]]:
@@ -106,6 +121,8 @@ def truth_metrics(params: Params, samples: dict[str, list[dict]]) -> dict | None
 
 def about(params: Params, metrics: dict[str, dict], truth: dict | None, trained: dict[str, dict]) -> list[str]:
     """How the numbers were made: corpus, model size, training budget, scoring."""
+    from eric.evaluate.scoring import mauve_note
+
     m, first = params.model, next(iter(metrics.values()), {})
     size = f"{m.size} preset" + (f", initialized from {m.init}" if m.init else ", random init")
     lines = [
@@ -116,9 +133,8 @@ def about(params: Params, metrics: dict[str, dict], truth: dict | None, trained:
         f"Training budget: {budget(params, trained)}",
         f"State-space recipe (model.state_space, docs/state-space.md): {recipes(params, trained)}",
     ]
-    featurizer = first.get("mauve_featurizer")
-    lines.append(f"Scoring: {first.get('tokenizer', '?')}, at most {params.evaluate.max_units} units; MAUVE: "
-                 + (f"{featurizer}, seed {first.get('mauve_seed')}" if featurizer else "not computed"))
+    lines.append(f"Scoring: {first.get('tokenizer', '?')}, at most {params.evaluate.max_units} units; "
+                 f"MAUVE: {mauve_note(first)}")
     if truth is None:
         lines.append("Truth: no references in the samples")
     return lines
@@ -155,7 +171,7 @@ def write(params: Params, inputs) -> dict[str, Path]:
     from eric.evaluate.report import write_report
 
     paths = write_report(inputs, resolve_path(params.evaluate.report_dir))
-    write_headlines(resolve_path(params.evaluate.headline_dir), inputs.metrics, inputs.training)
+    write_headlines(resolve_path(params.evaluate.headline_dir), inputs.metrics, inputs.training, inputs.matched)
     print(paths["markdown"].read_text())
     return paths
 

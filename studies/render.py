@@ -31,6 +31,8 @@ from eric.evaluate.report import ReportInputs, analysis_rows, display_name, tabl
 from eric.evaluate.report import ANALYSIS_COLUMNS, TRAINING_COLUMNS
 from eric.evaluate.report import markdown_table, number, text_table
 from eric.evaluate.scoring import METRIC_NAMES
+from eric.evaluate.headline import MATCHED
+from eric.evaluate.readme_headline import readme_block
 from eric.evaluate.intervals import seed_interval
 from eric.evaluate.world_metrics import WORLD_HEADER, world_rows
 from benchmarks.blocks import BLOCKS as BENCHMARK_BLOCKS
@@ -67,11 +69,14 @@ def pipeline_params():
 
 
 def pipeline_inputs(params) -> ReportInputs:
-    """The committed metrics of `dvc repro` on params.yaml, as the report reads them."""
+    """The committed metrics of `dvc repro` on params.yaml, as the report reads them (B-1 at
+    equal length from the report's headline files: it needs every variant's samples)."""
     evaluate = {v: pipeline_json(f"metrics/evaluate/{v}.json") for v in params.variants}
     train = {v: pipeline_json(f"metrics/train/{v}.json") for v in params.variants}
+    heads = {v: pipeline_json(f"{params.evaluate.headline_dir}/{v}.json") or {} for v in params.variants}
     return ReportInputs({v: m for v, m in evaluate.items() if m is not None},
-                        training={v: t for v, t in train.items() if t is not None})
+                        training={v: t for v, t in train.items() if t is not None},
+                        matched={v: h[MATCHED] for v, h in heads.items() if h.get(MATCHED) is not None})
 
 
 def headline() -> str:
@@ -79,11 +84,7 @@ def headline() -> str:
     inputs = pipeline_inputs(params)
     if not inputs.metrics:
         return "_No committed run of the pipeline: `dvc repro` writes `metrics/`._\n"
-    lines = [markdown_table(["Model", *METRIC_NAMES], table_rows(inputs)), "",
-             markdown_table(["Model", *TRAINING_COLUMNS], training_rows(inputs)), "",
-             f"`dvc repro` on params.yaml ({_pipeline_about(params, inputs)}): `metrics/`, committed with its `dvc.lock`; "
-             "the full report is `reports/results.md`."]
-    return "\n".join(lines) + "\n"
+    return readme_block(inputs, _pipeline_about(params, inputs))
 
 
 def _pipeline_about(params, inputs: ReportInputs) -> str:

@@ -9,7 +9,7 @@ from rich.table import Table
 
 from eric.config import EvaluateParams, params_here_or_defaults
 from eric.evaluate.io import read_generations
-from eric.evaluate.scoring import METRIC_NAMES, evaluate_with, format_value
+from eric.evaluate.scoring import METRIC_NAMES, evaluate_with, format_value, mauve_note
 
 
 def load_settings(params: Path, overrides: dict) -> EvaluateParams:
@@ -64,7 +64,7 @@ def provenance_line(result: dict) -> str:
     """What produced the numbers, in one line under the table."""
     notes = [f"{result['n_texts']} texts", f"at most {result['max_units']} units", result["tokenizer"]]
     if "mauve_featurizer" in result:
-        notes.append(f"MAUVE: {result['mauve_featurizer']}, seed {result['mauve_seed']}")
+        notes.append(f"MAUVE: {mauve_note(result, spread=True)}")
     elif not result.get("n_references"):
         notes.append("no references: B, MSJ and MAUVE not computed")
     if result.get("skipped_lines"):

@@ -1,8 +1,9 @@
-"""A variant's headline figures: the paper's Table 2, coherence, states used and the
-validation LM loss, rounded as the report shows them. The report stage writes one small
-file per variant (`evaluate.headline_dir`/<variant>.json), the only files DVC declares as
-metrics, so `dvc metrics show`, `dvc metrics diff` and `dvc exp show` fit a terminal;
-every other figure stays in metrics/evaluate/ and metrics/train/ (outputs, not metrics)."""
+"""A variant's headline figures: the paper's Table 2 (MAUVE with its seeds' lowest and highest),
+B-1 at equal length, coherence, states used and the validation LM losses, rounded as the report
+shows them. The report stage writes one small file per variant (`evaluate.headline_dir`/<variant>.json),
+the only files DVC declares as metrics, so `dvc metrics show`, `dvc metrics diff` and `dvc exp
+show` fit a terminal; every other figure stays in metrics/evaluate/ and metrics/train/ (outputs,
+not metrics). README's headline is eric/evaluate/readme_headline.py."""
 
 from __future__ import annotations
 
@@ -13,18 +14,24 @@ from pathlib import Path
 from eric.evaluate.scoring import METRIC_NAMES
 
 # the extra columns: name -> what they read (all percent or counts, as in the report)
-COHERENCE, STATES, LM_LOSS = "Coh", "States", "LM-loss"
-HEADLINE_NAMES = (*METRIC_NAMES, COHERENCE, STATES, LM_LOSS)
+MAUVE_LOW, MAUVE_HIGH, MATCHED = "MAUVE-min", "MAUVE-max", "B-1 matched"
+COHERENCE, STATES, LM_LOSS, LM_PREDICTED = "Coh", "States", "LM-loss", "LM-loss predicted"
+HEADLINE_NAMES = (*METRIC_NAMES, MAUVE_LOW, MAUVE_HIGH, MATCHED, COHERENCE, STATES, LM_LOSS, LM_PREDICTED)
+# evaluate's LM loss of a variant with states, with the states it predicts itself (absent before it existed)
+PREDICTED_KEY = "lm_loss_predicted_states"
 
 
-def headline(variant: str, evaluated: dict, trained: dict | None) -> dict[str, float | int | None]:
+def headline(variant: str, evaluated: dict, trained: dict | None, matched: float | None = None) -> dict[str, float | int | None]:
     """{name: value} in HEADLINE_NAMES order; None where the variant has no such figure
     (BART's states, coherence on a split with no swap to score)."""
     out: dict[str, float | int | None] = {name: _rounded(evaluated.get(name), 2) for name in METRIC_NAMES}
+    out[MAUVE_LOW], out[MAUVE_HIGH] = _rounded(evaluated.get("mauve_min"), 2), _rounded(evaluated.get("mauve_max"), 2)
+    out[MATCHED] = _rounded(matched, 2)
     accuracy = ((evaluated.get("coherence") or {}).get(variant) or {}).get("accuracy")
     out[COHERENCE] = _rounded(None if accuracy is None else 100 * accuracy, 1)
     out[STATES] = evaluated.get("states_used")
-    out[LM_LOSS] = _rounded((trained or {}).get("final_val_lm_loss"), 3)
+    out[LM_LOSS] = _rounded((trained or {}).get("final_val_lm_loss"), 3)  # teacher-forced: gold states, if any
+    out[LM_PREDICTED] = _rounded(evaluated.get(PREDICTED_KEY), 3)
     return out
 
 
@@ -34,14 +41,16 @@ def _rounded(value, digits: int) -> float | None:
     return round(float(value), digits)
 
 
-def write_headlines(folder: Path, evaluated: dict[str, dict], trained: dict[str, dict]) -> list[Path]:
+def write_headlines(folder: Path, evaluated: dict[str, dict], trained: dict[str, dict],
+                    matched: dict[str, float] | None = None) -> list[Path]:
     """<folder>/<variant>.json for every evaluated variant; files of variants no longer
     evaluated are removed (the folder is the report stage's own output)."""
     folder.mkdir(parents=True, exist_ok=True)
     written = []
     for variant, metrics in evaluated.items():
         path = folder / f"{variant}.json"
-        path.write_text(json.dumps(headline(variant, metrics, trained.get(variant)), indent=1) + "\n")
+        figures = headline(variant, metrics, trained.get(variant), (matched or {}).get(variant))
+        path.write_text(json.dumps(figures, indent=1) + "\n")
         written.append(path)
     for stale in set(folder.glob("*.json")) - set(written):
         stale.unlink()

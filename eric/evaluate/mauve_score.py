@@ -7,12 +7,18 @@ Featurizers:
                 offline); mean-pooled sentence embeddings of the first 256 word pieces
   <folder>      a GPT-2 checkpoint saved on disk (the paper's setting: GPT-2 base,
                 hidden state of the last token of the last layer, max 512 tokens)
-Every score records the featurizer's name and the seed that produced it.
+A score is the mean over MAUVE_SEEDS k-means seeds, recorded with their spread: on ~100
+texts per side one seed's quantization decides it (a host's float differences in the features
+move it the same way), so a single seed's score is no figure to compare. The texts are not
+resampled: duplicated features (a bootstrap draw) form clusters of their own and lift MAUVE.
+Every score records the featurizer's name and the seeds that produced it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import statistics
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -22,6 +28,7 @@ from eric.evaluate.errors import EvaluationError
 
 MINILM = "minilm"
 MINILM_MAX_TOKENS = 256
+MAUVE_SEEDS = 10  # k-means seeds per score: seed, seed + 1, ...; each costs ~0.05 s on 131 texts
 
 
 class Featurizer(Protocol):
@@ -150,3 +157,28 @@ def mauve_score(p_features: np.ndarray, q_features: np.ndarray, seed: int) -> tu
     )
     # The area under the divergence curve can overshoot 1 by rounding (1.00000000000003).
     return min(1.0, float(out.mauve)), int(out.num_buckets)
+
+
+@dataclass(frozen=True)
+class MauveSpread:
+    """MAUVE at consecutive k-means seeds on the same features (scores in [0, 1])."""
+
+    seeds: tuple[int, ...]
+    scores: tuple[float, ...]
+    buckets: int
+
+    @property
+    def mean(self) -> float:
+        return statistics.fmean(self.scores)
+
+    @property
+    def sd(self) -> float:
+        return statistics.stdev(self.scores) if len(self.scores) > 1 else 0.0
+
+
+def mauve_spread(p_features: np.ndarray, q_features: np.ndarray, seed: int, draws: int = MAUVE_SEEDS) -> MauveSpread:
+    """MAUVE at seeds seed .. seed + draws - 1; the bucket count depends on the text counts only."""
+    if draws < 1:
+        raise EvaluationError(f"MAUVE needs at least one k-means seed, got {draws}")
+    runs = [mauve_score(p_features, q_features, s) for s in range(seed, seed + draws)]
+    return MauveSpread(tuple(range(seed, seed + draws)), tuple(score for score, _ in runs), runs[0][1])

@@ -32,6 +32,18 @@ def bleu(hypotheses: Sequence[Tokens], references: Sequence[Tokens], n: int) -> 
     return float(score)
 
 
+def length_matched_bleu(hypotheses: dict[str, Sequence[Tokens]], references: Sequence[Tokens], n: int) -> dict[str, float]:
+    """BLEU-n of every system on equal lengths: text i of every system and reference i are cut
+    to the shortest of them, so each system is scored on the same tokens' worth of every text
+    and the brevity penalty is 1 (BLEU's reward for length is gone; precision is left)."""
+    systems = list(hypotheses)
+    if any(len(hypotheses[s]) != len(references) for s in systems):
+        raise ValueError("every system needs one text per reference")
+    cuts = [min(len(ref), *(len(hypotheses[s][i]) for s in systems)) for i, ref in enumerate(references)]
+    refs = [ref[:cut] for ref, cut in zip(references, cuts)]
+    return {s: bleu([h[:cut] for h, cut in zip(hypotheses[s], cuts)], refs, n) for s in systems}
+
+
 def _mean_ngram_counts(texts: Sequence[Tokens], n: int) -> dict[tuple[str, ...], float]:
     counts: Counter = Counter()
     for tokens in texts:

@@ -63,6 +63,7 @@ class ReportInputs:
     training: dict[str, dict] = field(default_factory=dict)  # variant -> metrics/train/<variant>.json
     cases: list[CaseView] = field(default_factory=list)  # eric/evaluate/case_study.py
     explorers: dict[str, str] = field(default_factory=dict)  # variant -> its state explorer, relative to the report
+    matched: dict[str, float] = field(default_factory=dict)  # variant -> B-1 at equal length (scoring.matched_b1)
 
 
 def table_rows(inputs: ReportInputs) -> list[list[str]]:
@@ -75,7 +76,20 @@ def table_rows(inputs: ReportInputs) -> list[list[str]]:
 
 def _metric(metrics: dict, name: str) -> str:
     value = metrics.get(name)
-    return MISSING if value is None else format_value(name, value)
+    if value is None:
+        return MISSING
+    if name == "MAUVE" and metrics.get("mauve_min") is not None:  # the mean, its seeds' lowest and highest
+        return f"{format_value(name, value)} ({metrics['mauve_min']:.2f}–{metrics['mauve_max']:.2f})"
+    return format_value(name, value)
+
+
+def length_note(inputs: ReportInputs) -> str:
+    """B-1 at equal length beside B-1 and Len, one clause per variant; '' without it."""
+    if not inputs.matched:
+        return ""
+    parts = [f"{display_name(v)} {value:.2f} (B-1 {_metric(inputs.metrics.get(v, {}), 'B-1')}, "
+             f"Len {_metric(inputs.metrics.get(v, {}), 'Len')})" for v, value in inputs.matched.items()]
+    return f"B-1 at equal length: {'; '.join(parts)}. {MATCHED_NOTE}"
 
 
 def _percent(value) -> str:
@@ -106,7 +120,9 @@ TRAINING_COLUMNS = ("Steps", "Parameters", "Train time", "Tokens/s", "Val loss",
 TRAINING_NOTE = ("Stage-one training of each variant (metrics/train/<variant>.json): optimizer steps, parameters "
                  "(millions, with any training-only module), wall time of the optimizer steps (validation "
                  "excluded), training tokens per second, final validation loss (all of the variant's terms) "
-                 "and its LM term.")
+                 "and its LM term, teacher-forced: a variant with states reads the gold state of every unit, "
+                 "which the sentence encoder computes from that very unit, so its LM term is not comparable "
+                 "with one of a model without states.")
 
 
 def training_rows(inputs: ReportInputs) -> list[list[str]]:
@@ -144,7 +160,12 @@ def _top(state: dict | None, code: dict | None) -> str:
 
 
 TABLE_NOTE = ("B-n, MSJ-n, MAUVE, Rpt-L, D-n and mention/fallback shares in %; Len in tokens. "
+              "MAUVE: the mean over its k-means seeds (the header says which), in parentheses the lowest and "
+              "highest seed's score (on a hundred-odd texts one seed's score is no figure to compare). "
               "Truth: the human references (reference-free metrics only).")
+MATCHED_NOTE = ("Each input's generations (of every variant in the table) and its reference cut to the shortest "
+                "of them, so every variant is scored on the same number of tokens and BLEU's brevity penalty, "
+                "which rewards length while generations are shorter than the references, is 1.")
 ANALYSIS_NOTE = ("Form: two-stage (placeholders, then the mention model writes the names: ERIC's paradigm) or "
                  "one-stage (real names written directly, as the paper's BART and baselines); the coherence "
                  "test swaps placeholders, so it scores two-stage models only. "
@@ -210,6 +231,7 @@ def sections(inputs: ReportInputs, plots: dict[str, str]) -> list[Block]:
     blocks = [_heading(1, "Results"), _bullets(inputs.about),
               _heading(2, "Automatic evaluation (as the paper's Table 2)"),
               _table(["Model", *METRIC_NAMES], table_rows(inputs)), _note(TABLE_NOTE),
+              *([_note(length_note(inputs))] if inputs.matched else []),
               _heading(2, "Analyses"), _table(["Model", *ANALYSIS_COLUMNS], analysis_rows(inputs)), _note(ANALYSIS_NOTE)]
     if inputs.training:
         blocks += [_heading(2, "Training"), _table(["Model", *TRAINING_COLUMNS], training_rows(inputs)),

@@ -3,7 +3,9 @@
 Ratios are percentages (as in the paper's table); Zipf and Len are plain numbers.
 Reference metrics (B, MSJ, MAUVE) appear only when references are given; BLEU pairs
 generation i with reference i. The dict also records what produced the numbers
-(tokenizer, unit cap, MAUVE featurizer and seed), so a metrics file explains itself.
+(tokenizer, unit cap, MAUVE featurizer and seeds), so a metrics file explains itself. MAUVE is
+the mean over `MAUVE_SEEDS` k-means seeds from `seed` on; `mauve_sd`, `mauve_min`, `mauve_max`
+and `mauve_scores` (one per seed) give its spread over them.
 """
 
 from __future__ import annotations
@@ -14,7 +16,13 @@ from pathlib import Path
 from eric.config import resolve_path
 from eric.evaluate import metrics
 from eric.evaluate.errors import EvaluationError
-from eric.evaluate.mauve_score import MINILM, Featurizer, cached_features, make_featurizer, mauve_score
+from eric.evaluate.mauve_score import (
+    MINILM,
+    Featurizer,
+    cached_features,
+    make_featurizer,
+    mauve_spread,
+)
 from eric.evaluate.text import TOKENIZER_NAME, prepare, tokenize
 
 METRIC_NAMES = (
@@ -107,9 +115,33 @@ def _mauve(hyp_texts, ref_texts, inputs, featurizer: Featurizer, seed, cache) ->
         ref_texts = [f"{i} {t}" for i, t in zip(inputs, ref_texts)]
     human = cached_features(featurizer, ref_texts, cache)
     model = cached_features(featurizer, hyp_texts, cache)
-    score, buckets = mauve_score(human, model, seed)
-    provenance = {"mauve_featurizer": featurizer.name, "mauve_seed": seed, "mauve_buckets": buckets}
-    return 100 * score, provenance
+    spread = mauve_spread(human, model, seed)
+    percent = [100 * s for s in spread.scores]
+    provenance = {"mauve_featurizer": featurizer.name, "mauve_seed": seed, "mauve_seeds": len(spread.seeds),
+                  "mauve_buckets": spread.buckets, "mauve_sd": 100 * spread.sd, "mauve_min": min(percent),
+                  "mauve_max": max(percent), "mauve_scores": percent}
+    return 100 * spread.mean, provenance
+
+
+def matched_b1(generations: dict[str, Sequence[str]], references: Sequence[str], max_units: int = 15) -> dict[str, float]:
+    """B-1 (%) of every variant at matched length (metrics.length_matched_bleu), the texts
+    prepared and tokenized as for Table 2; generation i of every variant pairs with reference i."""
+    refs = [tokenize(prepare(t, max_units)) for t in references]
+    hyps = {v: [tokenize(prepare(t, max_units)) for t in texts] for v, texts in generations.items()}
+    return {v: 100 * score for v, score in metrics.length_matched_bleu(hyps, refs, 1).items()}
+
+
+def mauve_note(metrics: dict, spread: bool = False) -> str:
+    """How a metrics dict's MAUVE was made (featurizer, k-means seeds), with `spread` its range."""
+    if "mauve_featurizer" not in metrics:
+        return "not computed"
+    seed, seeds = metrics.get("mauve_seed"), metrics.get("mauve_seeds")
+    if seeds is None:  # scored before the seeds' spread was recorded: one seed
+        return f"{metrics['mauve_featurizer']}, seed {seed}"
+    note = f"{metrics['mauve_featurizer']}, mean over {seeds} k-means seeds from {seed}"
+    if spread:
+        note += f" (sd {metrics['mauve_sd']:.2f}, lowest {metrics['mauve_min']:.2f}, highest {metrics['mauve_max']:.2f})"
+    return note
 
 
 def format_value(name: str, value: float) -> str:

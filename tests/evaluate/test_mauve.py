@@ -4,7 +4,14 @@ import numpy as np
 import pytest
 
 from eric.evaluate.errors import EvaluationError
-from eric.evaluate.mauve_score import GPT2Featurizer, cached_features, make_featurizer, mauve_score
+from eric.evaluate.mauve_score import (
+    MAUVE_SEEDS,
+    GPT2Featurizer,
+    cached_features,
+    make_featurizer,
+    mauve_score,
+    mauve_spread,
+)
 from eric.evaluate.scoring import evaluate_texts
 
 
@@ -31,6 +38,20 @@ def test_mauve_is_deterministic_given_the_seed():
     assert mauve_score(human, model, seed=7) == mauve_score(human, model, seed=7)
 
 
+def test_the_spread_is_over_consecutive_kmeans_seeds_and_moves_with_them():
+    # two overlapping clouds of 40 points: k-means' start decides the buckets, as on real texts
+    rng = np.random.default_rng(0)
+    human, model = rng.normal(size=(40, 8)), rng.normal(0.3, 1.0, size=(40, 8))
+    spread = mauve_spread(human, model, seed=5, draws=6)
+    assert spread.seeds == (5, 6, 7, 8, 9, 10)
+    assert spread.scores == tuple(mauve_score(human, model, seed=s)[0] for s in spread.seeds)
+    assert spread.mean == pytest.approx(np.mean(spread.scores)) and spread.sd == pytest.approx(np.std(spread.scores, ddof=1))
+    assert len(set(spread.scores)) > 1 and spread.sd > 0  # one seed's score is not the score
+    assert mauve_spread(human, model, seed=5, draws=1).sd == 0.0
+    with pytest.raises(EvaluationError, match="at least one k-means seed"):
+        mauve_spread(human, model, seed=5, draws=0)
+
+
 class CountingFeaturizer:
     """Deterministic features from the text itself (word counts over a tiny vocabulary)."""
 
@@ -54,6 +75,12 @@ def test_evaluate_texts_scores_input_plus_text_and_records_provenance():
     result = evaluate_texts(gens, refs, inputs, featurizer=featurizer, seed=3)
     assert 0.0 < result["MAUVE"] <= 100.0
     assert (result["mauve_featurizer"], result["mauve_seed"]) == ("bag-of-words (test)", 3)
+    # MAUVE is the mean of the seeds' scores, each recorded with their spread
+    scores = result["mauve_scores"]
+    assert result["mauve_seeds"] == len(scores) == MAUVE_SEEDS
+    assert result["MAUVE"] == pytest.approx(np.mean(scores))
+    assert (result["mauve_min"], result["mauve_max"]) == (min(scores), max(scores))
+    assert result["mauve_sd"] == pytest.approx(np.std(scores, ddof=1))
     # special tokens gone, punctuation glued as the authors' scorer does, input first
     assert "Prompt 0. Ash finds the cabin." in featurizer.seen
     assert "Prompt 0. Linda reaches the cabin." in featurizer.seen

@@ -91,3 +91,15 @@ def test_training_table_names_each_variants_time_and_throughput(tmp_path):
     assert "| SimCTG | 200 | 8.1M | 1:01 | 2,000 | – | – |" in markdown
     assert "<h2>Training</h2>" in (tmp_path / "results.html").read_text()
     assert "## Training" not in write_report(inputs(), tmp_path / "none")["markdown"].read_text()
+
+
+def test_mauve_shows_its_seeds_lowest_and_highest_and_b1_its_length_matched_value(tmp_path):
+    report = inputs()
+    report.metrics["eric"] = {**ERIC, "mauve_min": 40.25, "mauve_max": 70.0}
+    assert table_rows(report)[0][5] == "61.50 (40.25–70.00)"
+    assert table_rows(inputs())[0][5] == "61.50"  # scored before the spread was recorded: the one seed's score
+    markdown = write_report(report, tmp_path)["markdown"].read_text()
+    assert "B-1 at equal length" not in markdown  # no matched figure: no line
+    report.matched = {"eric": 30.456, "bart": 31.0}
+    markdown = write_report(report, tmp_path)["markdown"].read_text()
+    assert "B-1 at equal length: ERIC 30.46 (B-1 25.12, Len 236); BART 31.00 (B-1 24.00, Len 250)." in markdown

@@ -51,6 +51,27 @@ def test_bleu_is_corpus_level_with_brevity_penalty():
     assert metrics.bleu([toks("the cat")], [toks("the cat sat")], 1) == pytest.approx(math.exp(1 - 3 / 2))
 
 
+def test_length_matched_bleu_takes_away_the_reward_for_length():
+    ref = toks("a b c d e f g h")
+    longer, shorter = toks("a b c d x y z w"), toks("a b c d")
+    # B-1 ranks the longer text first only through the brevity penalty: 4/8 against exp(1 - 8/4) * 4/4
+    assert metrics.bleu([longer], [ref], 1) == pytest.approx(0.5)
+    assert metrics.bleu([shorter], [ref], 1) == pytest.approx(math.exp(-1))
+    # both (and the reference) cut to 4 tokens: the same words, the same score, no penalty
+    assert metrics.length_matched_bleu({"long": [longer], "short": [shorter]}, [ref], 1) == {
+        "long": pytest.approx(1.0), "short": pytest.approx(1.0)}
+    # text by text: the second input's cut is 2 tokens, where only one system matches
+    second = toks("p q r"), toks("z z"), toks("p q")
+    matched = metrics.length_matched_bleu({"long": [longer, second[0]], "short": [shorter, second[1]]},
+                                          [ref, second[2]], 1)
+    assert matched == {"long": pytest.approx(6 / 6), "short": pytest.approx(4 / 6)}
+
+
+def test_length_matched_bleu_needs_one_text_per_reference():
+    with pytest.raises(ValueError, match="one text per reference"):
+        metrics.length_matched_bleu({"a": [toks("x")]}, [toks("x"), toks("y")], 1)
+
+
 def test_bleu_without_any_bigram_match_is_zero_not_an_error():
     # NLTK returns a denormal-scale number (about 1e-154) rather than exactly 0
     assert metrics.bleu([toks("a b")], [toks("b a")], 2) == pytest.approx(0.0, abs=1e-12)

@@ -173,3 +173,17 @@ def test_the_report_stage_shows_world_cases_with_the_checkers_verdicts(tmp_path)
     plain = report_stage.case_study(default_params(settings))
     assert [c.id for c in world] == [row["id"]] and world[0].variants["eric"][2].verdict == "unparsed"
     assert all(u.verdict for u in world[0].variants["eric"]) and not any(u.verdict for u in plain[0].variants["eric"])
+
+
+def test_the_report_stage_matches_lengths_over_the_inputs_every_variant_wrote():
+    from eric.config import default_params
+
+    params = default_params({"variants": ["eric", "bart"]})
+    row = lambda i, text, ref="a b c d": {"id": i, "final_text": text, "reference": ref}  # noqa: E731
+    samples = {"eric": [row("x", "a b c d e f"), row("y", "a b"), row("only-eric", "a b c d")],
+               "bart": [row("y", "z z z"), row("x", "a b")]}
+    # x: cut to 2 (BART's length), y: cut to 2 (ERIC's): ERIC 4 of 4 tokens match, BART 2 of 4
+    assert report_stage.matched_b1(params, samples) == {"eric": pytest.approx(100.0), "bart": pytest.approx(50.0)}
+    samples["bart"][0]["reference"] = None
+    assert report_stage.matched_b1(params, {"bart": samples["bart"]}) == {}  # no references: nothing to match
+    assert report_stage.matched_b1(params, {}) == {}
