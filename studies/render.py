@@ -39,6 +39,7 @@ from benchmarks.blocks import BLOCKS as BENCHMARK_BLOCKS
 from studies.anonymization.render import table as anonymization_table
 from studies.currency import older, retired_note, study_drift
 from studies.retired import BLOCKS as RETIRED_BLOCKS
+from studies.state_predictor_page import BLOCKS as STATE_PREDICTOR_BLOCKS
 from studies.spec import StudySpec, all_studies, load_study
 
 BLOCK = re.compile(r"(<!-- BEGIN generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- END generated: (?P=name) -->)", re.S)
@@ -268,6 +269,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
                                           metrics=("B-1", "MSJ-2", "MAUVE")).lstrip("\n"),
     **BENCHMARK_BLOCKS,
     **RETIRED_BLOCKS,
+    **STATE_PREDICTOR_BLOCKS,
 }
 
 

@@ -1,0 +1,161 @@
+"""Generated blocks of docs/state-predictor.md from the state-predictor study's kept runs
+(studies/state_predictor/outputs/<grid>-<arm>-seed<k>/metrics/): every figure is a mean over
+the grid's seeds with its 95% Student-t interval (eric/evaluate/intervals.py `seed_interval`),
+or one seed's value where an arm has one.
+
+Where each number comes from:
+- L_CL / chance, over the candidates the recipe trains with and over entity candidates: the
+  training stage's last validation (metrics/train/eric.json `final_val_contrastive_*`);
+- the lines no learned model needs (chance, identity, oracle, oracle + identity) per candidate
+  set, the probes, coherence and the LM loss with gold and predicted states: the evaluate
+  stage (metrics/evaluate/eric.json, eric/evaluate/world_lines.py, world_probes.py,
+  world_metrics.py, lm_loss.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import lru_cache
+
+from eric.config import PROJECT_ROOT
+from eric.evaluate.intervals import Interval, seed_interval
+from eric.evaluate.report import markdown_table
+from studies.spec import StudySpec, load_study
+
+CANDIDATES = {"batch": "the batch (paper)", "text": "the anchor's text", "entity": "the entity's later units"}
+LINES = {"identity": "identity", "oracle": "oracle", "oracle_identity": "oracle + identity"}
+PROBES = {"predicted_vector": "predicted ê_n", "predicted_state_vector": "its state", "gold_vector": "gold e_n"}
+LABELS = {"event": "next event kind", "condition_before": "condition before the unit"}
+
+
+@lru_cache(maxsize=1)
+def study() -> StudySpec:
+    return load_study(PROJECT_ROOT / "studies" / "state_predictor")
+
+
+def runs(grid: str, spec: StudySpec | None = None) -> dict[str, dict[int, dict]]:
+    """arm -> seed -> {"train": metrics/train/eric.json, "evaluate": metrics/evaluate/eric.json}
+    of the kept configurations of one grid (arms in study.yaml's order)."""
+    spec, out = spec or study(), {}
+    for arm, declared in spec.grids[grid].arms.items():
+        for seed in declared.seeds or spec.grids[grid].seeds:
+            name = f"{grid}-{arm}-seed{seed}"
+            if spec.is_done(name):
+                found = spec.metrics(name)
+                out.setdefault(arm, {})[seed] = {"train": found.get("metrics/train/eric.json", {}),
+                                                 "evaluate": found.get("metrics/evaluate/eric.json", {})}
+    return out
+
+
+def _get(values: dict, *path):
+    for key in path:
+        if not isinstance(values, dict) or key not in values:
+            return None
+        values = values[key]
+    return values
+
+
+def _ratio(train: dict, term: str) -> float | None:
+    loss, chance = train.get(f"final_val_{term}_loss"), train.get(f"final_val_{term}_chance")
+    return loss / chance if loss is not None and chance else None
+
+
+def over_seeds(seeds: dict[int, dict], value: Callable[[dict], float | None]) -> Interval:
+    return seed_interval([value(m) for m in seeds.values()])
+
+
+def lcl_table(grid: str = "world", spec: StudySpec | None = None) -> str:
+    """Per arm: L_CL / chance on its training candidates and on entity candidates, with the
+    verdict rule of the page (below chance on entity candidates, the interval's upper end too)."""
+    rows = []
+    for arm, seeds in runs(grid, spec).items():
+        own = over_seeds(seeds, lambda m: _ratio(m["train"], "contrastive"))
+        entity = over_seeds(seeds, lambda m: _ratio(m["train"], "contrastive_entity"))
+        learns = entity.high is not None and entity.high < 1.0
+        rows.append([arm, str(len(seeds)), own.format(3), entity.format(3), "yes" if learns else "no"])
+    if not rows:
+        return "_No configuration of this grid has run yet._"
+    return markdown_table(["recipe", "seeds", "val L_CL / chance (its own candidates)",
+                           "val L_CL / chance (entity candidates)", "entity interval below chance"], rows)
+
+
+def lines_table(grid: str = "world", spec: StudySpec | None = None) -> str:
+    """Per candidate set: chance (nats) and each critic's L_CL / chance, over every kept run's
+    validation batches (the lines do not depend on the model: the spread is the batches')."""
+    every = {f"{arm}-{seed}": m for arm, seeds in runs(grid, spec).items() for seed, m in seeds.items()}
+    rows = []
+    for which, label in CANDIDATES.items():
+        chance = seed_interval([_get(m["evaluate"], "world", "lines", which, "chance") for m in every.values()])
+        cells = [seed_interval([_get(m["evaluate"], "world", "lines", which, line, "vs_chance")
+                                for m in every.values()]).format(3) for line in LINES]
+        rows.append([label, chance.format(3), *cells])
+    if not every:
+        return "_No configuration of this grid has run yet._"
+    return markdown_table(["candidates", "chance (nats)", *(f"{v} / chance" for v in LINES.values())], rows)
+
+
+def _probe(m: dict, name: str, field: str) -> float | None:
+    return _get(m["evaluate"], "world", "probes", name, field)
+
+
+def _coherence(m: dict, scoring: str, mode: str) -> float | None:
+    return _get(m["evaluate"], "world", "coherence", "accuracy", f"{scoring}/{mode}")
+
+
+def _minus(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else a - b
+
+
+def probes_table(grid: str = "world", spec: StudySpec | None = None) -> str:
+    """Per arm and label: each probe's accuracy gain over the training majority class."""
+    rows = []
+    for arm, seeds in runs(grid, spec).items():
+        for label, name in LABELS.items():
+            majority = seed_interval([_probe(m, f"gold_vector/{label}", "majority") for m in seeds.values()])
+            cells = [seed_interval([_probe(m, f"{p}/{label}", "gain") for m in seeds.values()]).format(3)
+                     for p in PROBES]
+            rows.append([arm, name, majority.format(3), *cells])
+    if not rows:
+        return "_No configuration of this grid has run yet._"
+    return markdown_table(["recipe", "label", "majority class", *(f"gain: {v}" for v in PROBES.values())], rows)
+
+
+def coherence_table(grid: str = "world", scoring: str = "lm", spec: StudySpec | None = None) -> str:
+    """Per arm: checker-decided coherence with predicted, gold and random states, and predicted
+    minus random paired by seed."""
+    rows = []
+    for arm, seeds in runs(grid, spec).items():
+        cells = [seed_interval([_coherence(m, scoring, mode) for m in seeds.values()]).format(1)
+                 for mode in ("predicted", "gold", "random")]
+        diff = seed_interval([_minus(_coherence(m, scoring, "predicted"), _coherence(m, scoring, "random"))
+                              for m in seeds.values()])
+        rows.append([arm, *cells, diff.format(1)])
+    if not rows:
+        return "_No configuration of this grid has run yet._"
+    return markdown_table(["recipe", "predicted states", "gold states", "random states", "predicted - random"], rows)
+
+
+def lm_table(grid: str, spec: StudySpec | None = None) -> str:
+    """Per arm: validation LM loss with the gold state of the unit (teacher-forced) and with
+    the model's own predicted states (comparable with a model without states)."""
+    rows = []
+    for arm, seeds in runs(grid, spec).items():
+        gold = over_seeds(seeds, lambda m: m["evaluate"].get("lm_loss_gold_states"))
+        predicted = over_seeds(seeds, lambda m: m["evaluate"].get("lm_loss_predicted_states"))
+        own = over_seeds(seeds, lambda m: _ratio(m["train"], "contrastive"))
+        entity = over_seeds(seeds, lambda m: _ratio(m["train"], "contrastive_entity"))
+        rows.append([arm, str(len(seeds)), gold.format(3), predicted.format(3), own.format(3), entity.format(3)])
+    if not rows:
+        return "_No configuration of this grid has run yet._"
+    return markdown_table(["recipe", "seeds", "LM loss, gold states", "LM loss, predicted states",
+                           "L_CL / chance (own)", "L_CL / chance (entity)"], rows)
+
+
+BLOCKS: dict[str, Callable[[], str]] = {
+    "state-predictor-lcl": lcl_table,
+    "state-predictor-lines": lines_table,
+    "state-predictor-probes": probes_table,
+    "state-predictor-coherence": coherence_table,
+    "state-predictor-lm-world": lambda: lm_table("world"),
+    "state-predictor-wikiplots": lambda: lm_table("wikiplots"),
+}

@@ -1,0 +1,71 @@
+"""The state-predictor page's tables: means over a grid's kept seeds with a Student-t interval,
+and the verdict rule (the entity-candidate interval below chance)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from studies import state_predictor_page as page
+from studies.spec import RUN_FILE, load_study
+
+
+def _keep(root, name: str, train: dict, evaluate: dict) -> None:
+    folder = root / "outputs" / name
+    (folder / "metrics" / "train").mkdir(parents=True)
+    (folder / "metrics" / "evaluate").mkdir(parents=True)
+    (folder / "metrics" / "train" / "eric.json").write_text(json.dumps(train))
+    (folder / "metrics" / "evaluate" / "eric.json").write_text(json.dumps(evaluate))
+    (folder / RUN_FILE).write_text("{}")
+
+
+def _train(own: float, entity: float) -> dict:
+    return {"final_val_contrastive_loss": own * 5.0, "final_val_contrastive_chance": 5.0,
+            "final_val_contrastive_entity_loss": entity * 1.0, "final_val_contrastive_entity_chance": 1.0}
+
+
+def _evaluate(gain: float, predicted: float, random: float) -> dict:
+    lines = {which: {"chance": 1.0, "identity": {"vs_chance": 1.0 if which == "entity" else 0.6},
+                     "oracle": {"vs_chance": 0.8}, "oracle_identity": {"vs_chance": 0.7}}
+             for which in ("batch", "text", "entity")}
+    probes = {f"{p}/{label}": {"gain": gain, "majority": 0.25} for p in page.PROBES for label in page.LABELS}
+    coherence = {"accuracy": {"lm/predicted": predicted, "lm/gold": 60.0, "lm/random": random}}
+    return {"lm_loss_gold_states": 1.5, "lm_loss_predicted_states": 1.6,
+            "world": {"lines": lines, "probes": probes, "coherence": coherence}}
+
+
+@pytest.fixture
+def spec(tmp_path):
+    (tmp_path / "study.yaml").write_text(yaml.safe_dump({"title": "t", "grids": {"world": {
+        "seeds": [1, 2, 3], "arms": {"good": {"variants": ["eric"]}, "flat": {"variants": ["eric"]}}}}}))
+    for seed, noise in zip((1, 2, 3), (-0.01, 0.0, 0.01)):
+        _keep(tmp_path, f"world-good-seed{seed}", _train(0.6 + noise, 0.85 + noise), _evaluate(0.05 + noise, 55.0, 50.0))
+        _keep(tmp_path, f"world-flat-seed{seed}", _train(0.6, 1.0 + 3 * noise), _evaluate(noise, 49.0 + seed, 50.0))
+    return load_study(tmp_path)
+
+
+def test_the_rule_says_yes_only_where_the_entity_interval_is_below_chance(spec):
+    table = page.lcl_table(spec=spec)
+    good = next(line for line in table.splitlines() if line.startswith("| good"))
+    flat = next(line for line in table.splitlines() if line.startswith("| flat"))
+    assert good.endswith("| yes |") and "0.850 [0.825, 0.875]" in good  # t(2) interval of 0.84, 0.85, 0.86
+    assert flat.endswith("| no |")
+
+
+def test_lines_probes_coherence_and_lm_loss_render_the_seed_means(spec):
+    lines = page.lines_table(spec=spec)
+    assert "| the entity's later units | 1.000 [1.000, 1.000] | 1.000 [1.000, 1.000] | 0.800 [0.800, 0.800] |" in lines
+    probes = page.probes_table(spec=spec)
+    assert "| good | next event kind | 0.250 [0.250, 0.250] | 0.050 [0.025, 0.075]" in probes
+    coherence = page.coherence_table(spec=spec)
+    assert "| good | 55.0 [55.0, 55.0] | 60.0 [60.0, 60.0] | 50.0 [50.0, 50.0] | 5.0 [5.0, 5.0] |" in coherence
+    assert "| flat | 51.0 [48.5, 53.5] |" in coherence
+    assert "| good | 3 | 1.500 [1.500, 1.500] | 1.600 [1.600, 1.600] |" in page.lm_table("world", spec=spec)
+
+
+def test_a_grid_with_no_kept_run_says_so(tmp_path):
+    (tmp_path / "study.yaml").write_text(yaml.safe_dump({"title": "t", "grids": {"world": {
+        "seeds": [1], "arms": {"a": {"variants": ["eric"]}}}}}))
+    assert page.lcl_table(spec=load_study(tmp_path)) == "_No configuration of this grid has run yet._"
