@@ -125,11 +125,11 @@ def coherence_table(grid: str = "world", scoring: str = "lm", spec: StudySpec | 
     minus random paired by seed."""
     rows = []
     for arm, seeds in runs(grid, spec).items():
-        cells = [seed_interval([_coherence(m, scoring, mode) for m in seeds.values()]).format(1)
+        cells = [seed_interval([_coherence(m, scoring, mode) for m in seeds.values()]).format(1, pct=True)
                  for mode in ("predicted", "gold", "random")]
         diff = seed_interval([_minus(_coherence(m, scoring, "predicted"), _coherence(m, scoring, "random"))
                               for m in seeds.values()])
-        rows.append([arm, *cells, diff.format(1)])
+        rows.append([arm, *cells, diff.format(1, pct=True)])
     if not rows:
         return "_No configuration of this grid has run yet._"
     return markdown_table(["recipe", "predicted states", "gold states", "random states", "predicted - random"], rows)
@@ -144,14 +144,43 @@ def lm_table(grid: str, spec: StudySpec | None = None) -> str:
         predicted = over_seeds(seeds, lambda m: m["evaluate"].get("lm_loss_predicted_states"))
         own = over_seeds(seeds, lambda m: _ratio(m["train"], "contrastive"))
         entity = over_seeds(seeds, lambda m: _ratio(m["train"], "contrastive_entity"))
-        rows.append([arm, str(len(seeds)), gold.format(3), predicted.format(3), own.format(3), entity.format(3)])
+        parsed = over_seeds(seeds, lambda m: _get(m["evaluate"], "world", "stage_one", "parse_rate"))
+        rows.append([arm, str(len(seeds)), gold.format(3), predicted.format(3), own.format(3), entity.format(3),
+                     parsed.format(1, pct=True)])
     if not rows:
         return "_No configuration of this grid has run yet._"
     return markdown_table(["recipe", "seeds", "LM loss, gold states", "LM loss, predicted states",
-                           "L_CL / chance (own)", "L_CL / chance (entity)"], rows)
+                           "L_CL / chance (own)", "L_CL / chance (entity)", "samples' units parsed %"], rows)
+
+
+def _yes(interval: Interval, passes: bool) -> str:
+    return f"{'yes' if passes else 'no'}: {interval.format(3)}"
+
+
+def targets_table(grid: str = "world", scoring: str = "lm", spec: StudySpec | None = None) -> str:
+    """The issue's three targets per recipe, each decided over seeds: validation L_CL over entity
+    candidates at most 0.90 x chance with the interval's upper end below 1.0; the event probe on
+    the predicted e^_n above the majority class (interval above zero); coherence with predicted
+    states above random states (the paired difference's interval above zero)."""
+    rows = []
+    for arm, seeds in runs(grid, spec).items():
+        entity = over_seeds(seeds, lambda m: _ratio(m["train"], "contrastive_entity"))
+        probe = seed_interval([_probe(m, "predicted_vector/event", "gain") for m in seeds.values()])
+        coherence = seed_interval([_minus(_coherence(m, scoring, "predicted"), _coherence(m, scoring, "random"))
+                                   for m in seeds.values()])
+        above = lambda i: i.low is not None and i.low > 0
+        rows.append([arm, str(len(seeds)),
+                     _yes(entity, entity.value is not None and entity.value <= 0.90 and entity.high is not None
+                          and entity.high < 1.0),
+                     _yes(probe, above(probe)), _yes(coherence, above(coherence))])
+    if not rows:
+        return "_No configuration of this grid has run yet._"
+    return markdown_table(["recipe", "seeds", "entity L_CL <= 0.90 x chance, upper end < 1",
+                           "event probe on predicted ê_n above majority", "coherence: predicted > random"], rows)
 
 
 BLOCKS: dict[str, Callable[[], str]] = {
+    "state-predictor-targets": targets_table,
     "state-predictor-lcl": lcl_table,
     "state-predictor-lines": lines_table,
     "state-predictor-probes": probes_table,

@@ -31,9 +31,9 @@ def _evaluate(gain: float, predicted: float, random: float) -> dict:
                      "oracle": {"vs_chance": 0.8}, "oracle_identity": {"vs_chance": 0.7}}
              for which in ("batch", "text", "entity")}
     probes = {f"{p}/{label}": {"gain": gain, "majority": 0.25} for p in page.PROBES for label in page.LABELS}
-    coherence = {"accuracy": {"lm/predicted": predicted, "lm/gold": 60.0, "lm/random": random}}
+    coherence = {"accuracy": {"lm/predicted": predicted, "lm/gold": 0.60, "lm/random": random}}
     return {"lm_loss_gold_states": 1.5, "lm_loss_predicted_states": 1.6,
-            "world": {"lines": lines, "probes": probes, "coherence": coherence}}
+            "world": {"lines": lines, "probes": probes, "coherence": coherence, "stage_one": {"parse_rate": 0.5}}}
 
 
 @pytest.fixture
@@ -41,8 +41,8 @@ def spec(tmp_path):
     (tmp_path / "study.yaml").write_text(yaml.safe_dump({"title": "t", "grids": {"world": {
         "seeds": [1, 2, 3], "arms": {"good": {"variants": ["eric"]}, "flat": {"variants": ["eric"]}}}}}))
     for seed, noise in zip((1, 2, 3), (-0.01, 0.0, 0.01)):
-        _keep(tmp_path, f"world-good-seed{seed}", _train(0.6 + noise, 0.85 + noise), _evaluate(0.05 + noise, 55.0, 50.0))
-        _keep(tmp_path, f"world-flat-seed{seed}", _train(0.6, 1.0 + 3 * noise), _evaluate(noise, 49.0 + seed, 50.0))
+        _keep(tmp_path, f"world-good-seed{seed}", _train(0.6 + noise, 0.85 + noise), _evaluate(0.05 + noise, 0.55, 0.50))
+        _keep(tmp_path, f"world-flat-seed{seed}", _train(0.6, 1.0 + 3 * noise), _evaluate(noise, 0.49 + seed / 100, 0.50))
     return load_study(tmp_path)
 
 
@@ -62,10 +62,19 @@ def test_lines_probes_coherence_and_lm_loss_render_the_seed_means(spec):
     coherence = page.coherence_table(spec=spec)
     assert "| good | 55.0 [55.0, 55.0] | 60.0 [60.0, 60.0] | 50.0 [50.0, 50.0] | 5.0 [5.0, 5.0] |" in coherence
     assert "| flat | 51.0 [48.5, 53.5] |" in coherence
-    assert "| good | 3 | 1.500 [1.500, 1.500] | 1.600 [1.600, 1.600] |" in page.lm_table("world", spec=spec)
+    lm = page.lm_table("world", spec=spec)
+    assert "| good | 3 | 1.500 [1.500, 1.500] | 1.600 [1.600, 1.600] |" in lm and lm.endswith("| 50.0 [50.0, 50.0] |")
 
 
 def test_a_grid_with_no_kept_run_says_so(tmp_path):
     (tmp_path / "study.yaml").write_text(yaml.safe_dump({"title": "t", "grids": {"world": {
         "seeds": [1], "arms": {"a": {"variants": ["eric"]}}}}}))
     assert page.lcl_table(spec=load_study(tmp_path)) == "_No configuration of this grid has run yet._"
+
+
+def test_the_targets_are_decided_over_seeds(spec):
+    table = page.targets_table(spec=spec)
+    good = next(line for line in table.splitlines() if line.startswith("| good"))
+    flat = next(line for line in table.splitlines() if line.startswith("| flat"))
+    assert good == "| good | 3 | yes: 0.850 [0.825, 0.875] | yes: 0.050 [0.025, 0.075] | yes: 0.050 [0.050, 0.050] |"
+    assert "| no: 1.000 [" in flat and flat.count("| no:") == 3  # 0.51 - 0.50 over seeds: the interval spans 0
