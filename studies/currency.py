@@ -92,8 +92,13 @@ def _changed_settings(recorded: dict[str, Any], params: dict) -> list[str]:
 
 def drift(lock: dict, params: dict, root: Path, current_lock: dict | None = None) -> Drift:
     """Compare a kept dvc.lock with the workspace under `root` and the intended `params`.
-    A folder input (the corpus) is compared through the current dvc.lock's record of it."""
-    stages = lock.get("stages") or {}
+    A folder input (the corpus) is compared through the current dvc.lock's record of it.
+    Per-variant stages (`<stage>@<variant>`) of variants the configuration does not train are
+    left out: the kept lock carries them from the project's dvc.lock the run was checked out
+    with, not from this run."""
+    variants = set(params.get("variants") or [])
+    stages = {name: stage for name, stage in (lock.get("stages") or {}).items()
+              if "@" not in name or not variants or name.split("@", 1)[1] in variants}
     recorded_now = {d["path"]: d.get("md5") for s in ((current_lock or {}).get("stages") or {}).values()
                     for d in s.get("deps", [])}
     files = []

@@ -1,8 +1,8 @@
 """Generated blocks from outputs that retired runner scripts kept (studies/<name>/retired/).
 
-The EntityWorld and state-predictor studies ran through scripts of their own before they
-became study.yaml configurations; their outputs stay, read here in their own layout, until
-`python flows/study.py studies/<name>` replaces them. No number on their pages is typed.
+The EntityWorld study ran through a script of its own before it became study.yaml
+configurations; its outputs stay, read here in their own layout, until
+`python flows/study.py studies/entityworld` replaces them. No number on their pages is typed.
 """
 
 from __future__ import annotations
@@ -10,18 +10,18 @@ from __future__ import annotations
 import gzip
 import json
 from collections.abc import Callable
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import numpy as np
 
 from eric.config import PROJECT_ROOT
-from eric.evaluate.intervals import Interval, fmt_value as fmt, ratio_interval, seed_interval
+from eric.evaluate.intervals import fmt_value as fmt
+from eric.evaluate.intervals import ratio_interval, seed_interval
 from eric.evaluate.report import markdown_table
-from eric.evaluate.world_lines import cl_ratio, read_plot
+from eric.evaluate.world_lines import read_plot
 
 WORLD = PROJECT_ROOT / "studies" / "entityworld" / "retired"
-PREDICTOR = PROJECT_ROOT / "studies" / "state_predictor" / "retired"
 ARMS = {"eric": "ERIC", "eric_paper": "ERIC (paper recipe)", "eric_no_state_attention": "ERIC w/o StateAttn",
         "eric_no_state": "ERIC w/o s_n", "bart": "BART", "simctg": "SimCTG"}
 MAX_UNITS = 15  # the checker read the first 15 units (evaluate.max_units)
@@ -49,7 +49,7 @@ def counts(arm: str, field: str, texts: str = "stories.csv") -> np.ndarray:
                      for f in runs(arm).values() if (f / texts).is_file()]).T
 
 
-@lru_cache(maxsize=None)
+@cache
 def grounded(arm: str) -> dict[str, np.ndarray]:
     """seeds x stories of the checker's counts (eric/evaluate/world_checks.py: parsed,
     grounded, grounded_state_violations, ...), rechecked from the kept samples with today's
@@ -79,7 +79,7 @@ def world_arms() -> str:
     """Per arm, pooled over seeds (story-bootstrap intervals), and coherence over seeds."""
     rows = []
     for arm in arms():
-        rate = lambda field, per="parsed": ratio_interval(counts(arm, field), counts(arm, per))  # noqa: E731
+        rate = lambda field, per="parsed": ratio_interval(counts(arm, field), counts(arm, per))
         finals = [_json(f / "final.json") for f in runs(arm).values()]
         coherence = [seed_interval([f["coherence"].get(f"{s}/predicted", f["coherence"].get(f"{s}/none"))
                                     for f in finals]) for s in ("lm", "joint", "event")]
@@ -93,7 +93,7 @@ def world_arms() -> str:
 
 def per_seed(arm: str) -> dict[str, list[float | None]]:
     total = {field: counts.sum(1) for field, counts in grounded(arm).items()}
-    share = lambda n, d: [float(a / b) if b else None for a, b in zip(total[n], total[d])]  # noqa: E731
+    share = lambda n, d: [float(a / b) if b else None for a, b in zip(total[n], total[d])]
     return {"parse": share("parsed", "units"), "grounded": share("grounded", "parsed"),
             "rate": share("grounded_state_violations", "grounded")}
 
@@ -159,7 +159,7 @@ def world_curve() -> str:
         cells = []
         for curves in found.values():
             at = [r for curve in curves for r in curve if int(r["step"]) == step]
-            mean = lambda k: _mean([float(r[k]) for r in at if r[k] != ""])  # noqa: E731
+            mean = lambda k: _mean([float(r[k]) for r in at if r[k] != ""])
             cells.append(f"{fmt(mean('parse_rate'), pct=True)} / {fmt(mean('grounding_rate'), 2)} / "
                          f"{fmt(mean('state_violation_rate'), 2)}")
         rows.append([str(step), *cells])
@@ -172,59 +172,17 @@ def world_finals() -> str:
     gold = WORLD / "writer" / "gold.csv"
     if gold.is_file():
         g = read_plot(gold)
-        total = lambda k: sum(int(r[k]) for r in g)  # noqa: E731
+        total = lambda k: sum(int(r[k]) for r in g)
         rows.append(["reference texts (the writer alone)", "1", fmt(total("mapped") / max(total("named"), 1), pct=True),
                      fmt(total("faithful") / max(total("named"), 1), pct=True),
                      fmt(total("parsed") / max(total("units"), 1), pct=True)])
     for arm in arms():
-        rate = lambda field, per: ratio_interval(counts(arm, field, "finals.csv"), counts(arm, per, "finals.csv"))  # noqa: E731
+        rate = lambda field, per: ratio_interval(counts(arm, field, "finals.csv"), counts(arm, per, "finals.csv"))
         rows.append([ARMS[arm], str(counts(arm, "units", "finals.csv").shape[1]),
                      rate("mapped", "named").format(pct=True), rate("faithful", "named").format(pct=True),
                      rate("parsed", "units").format(pct=True)])
     return table(["texts", "seeds", "named units mapping to the cast %", "to the same characters %",
                   "final parse rate %"], rows)
-
-
-# --- the state predictor --------------------------------------------------------------------
-def predictor_runs(corpus: str) -> str:
-    """Each run at its last step: L_CL / chance (train window, validation), val LM loss, states used."""
-    rows = []
-    for folder in sorted(p for p in (PREDICTOR / corpus).iterdir() if (p / "val.csv").is_file()):
-        train, val = read_plot(folder / "train.csv"), read_plot(folder / "val.csv")
-        settings = _json(folder / "overrides.json") or {}
-        rows.append([folder.name, settings.get("model.state_space.recipe", NONE), str(settings.get("seed", 42)),
-                     val[-1]["step"], fmt(cl_ratio(train[-1], "")), fmt(cl_ratio(val[-1])),
-                     fmt(float(val[-1]["val_lm_loss"])), train[-1].get("states_used") or NONE,
-                     fmt(float(train[-1]["event_cosine"]), 2) if train[-1].get("event_cosine") else NONE])
-    oracle = _json(PREDICTOR / corpus / "oracle.json")
-    if oracle:
-        rows.append(["oracle (the generator's event distribution)", NONE, NONE, NONE, NONE,
-                     fmt(oracle["oracle_vs_chance"]), NONE, NONE, NONE])
-    return table(["run", "recipe", "seed", "steps", "train L_CL / chance", "val L_CL / chance", "val LM loss",
-                  "states used", "e_n cosine"], rows)
-
-
-def predictor_probes() -> str:
-    rows = []
-    for folder in sorted((PREDICTOR / "world").iterdir()):
-        probe = _json(folder / "probe.json") if folder.is_dir() else None
-        if probe:
-            rows += [[folder.name, which, fmt(probe[which]["accuracy"]), fmt(probe[which]["majority"]),
-                      Interval(probe[which]["gain"], probe[which]["gain_low"], probe[which]["gain_high"]).format(),
-                      fmt(probe["predicted_is_gold"])] for which in ("predicted", "gold")]
-    return table(["run", "state", "event-kind accuracy", "majority class", "gain [story bootstrap]",
-                  "predicted state = gold state"], rows)
-
-
-def predictor_gradients() -> str:
-    """L2 norm of each loss's gradient on each part of the model, at initialization and trained."""
-    rows, parts = [], []
-    for folder in sorted(f for f in (PREDICTOR / "world").iterdir() if (f / "gradients.json").is_file()):
-        for when, losses in _json(folder / "gradients.json").items():
-            for loss, norms in losses.items():
-                parts = list(norms)
-                rows.append([folder.name, when, loss, *(f"{v:.3g}" for v in norms.values())])
-    return table(["run", "model", "loss", *parts], rows)
 
 
 BLOCKS: dict[str, Callable[[], str]] = {
@@ -234,8 +192,4 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "entityworld-retired-probes": world_probes,
     "entityworld-retired-curve": world_curve,
     "entityworld-retired-finals": world_finals,
-    "state-predictor-retired-world": lambda: predictor_runs("world"),
-    "state-predictor-retired-wikiplots": lambda: predictor_runs("wikiplots"),
-    "state-predictor-retired-probes": predictor_probes,
-    "state-predictor-retired-gradients": predictor_gradients,
 }

@@ -130,7 +130,7 @@ def test_terminal_views_fit_and_name_the_variants(repro):
     dvc = [sys.executable, "-m", "dvc"]
     shown = _lines([*dvc, "metrics", "show"], root, env)
     assert [line.split()[0] for line in shown[1:]] == ["metrics/headline/bart.json", "metrics/headline/eric.json"]
-    assert shown[0].split()[1:4] == ["B-1", "B-2", "D-3"] and max(map(len, shown)) <= WIDTH
+    assert shown[0].split()[1:4] == ["B-1", "B-1-eq", "B-2"] and max(map(len, shown)) <= WIDTH
     exp_show = _lines([*dvc, "exp", "show", "--no-pager", "--only-changed", "--drop", ".*/.*"], root, env)
     assert "Experiment" in exp_show[1] and max(map(len, exp_show)) <= WIDTH
     flows = os.path.join(root, "flows")

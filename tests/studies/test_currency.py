@@ -135,3 +135,16 @@ def test_the_project_lock_and_params_can_be_read_as_committed_not_as_a_rerun_lef
     overrides = {"train.seed": 43, "variants": ["eric"]}
     assert configuration_drift(kept, overrides, root).files == ["corpora/mini/"]
     assert configuration_drift(kept, overrides, root, committed.get).current
+
+
+def test_stages_of_variants_the_configuration_does_not_train_are_not_its_run(tmp_path):
+    """A configuration of variants [eric] runs in a checkout of the project's dvc.lock, whose
+    train@bart entry (older code, other settings) stays in the kept lock: not this run's."""
+    root = _project(tmp_path)
+    lock = _lock(_md5("X = 1\n"))
+    lock["stages"]["train@bart"] = {"deps": [{"path": "eric/model.py", "md5": _md5("X = 0\n")}],
+                                    "params": {"params.yaml": {"train.seed": 7}}}
+    found = drift(lock, _intended(root, **{"train.seed": 43, "variants": ["eric"]}), root)
+    assert found.current
+    both = drift(lock, _intended(root, **{"train.seed": 43, "variants": ["eric", "bart"]}), root)
+    assert both.files == ["eric/model.py"] and "train.seed: 7 -> 43" in both.settings
