@@ -64,13 +64,18 @@ def over_seeds(seeds: dict[int, dict], value: Callable[[dict], float | None]) ->
     return seed_interval([value(m) for m in seeds.values()])
 
 
+def _lcl(seeds: dict[int, dict]) -> tuple[Interval, Interval]:
+    """Val L_CL / chance over the recipe's own candidates and over entity candidates."""
+    return (over_seeds(seeds, lambda m: _ratio(m["train"], "contrastive")),
+            over_seeds(seeds, lambda m: _ratio(m["train"], "contrastive_entity")))
+
+
 def lcl_table(grid: str = "world", spec: StudySpec | None = None) -> str:
     """Per arm: L_CL / chance on its training candidates and on entity candidates, with the
     verdict rule of the page (below chance on entity candidates, the interval's upper end too)."""
     rows = []
     for arm, seeds in runs(grid, spec).items():
-        own = over_seeds(seeds, lambda m: _ratio(m["train"], "contrastive"))
-        entity = over_seeds(seeds, lambda m: _ratio(m["train"], "contrastive_entity"))
+        own, entity = _lcl(seeds)
         learns = entity.high is not None and entity.high < 1.0
         rows.append([arm, str(len(seeds)), own.format(3), entity.format(3), "yes" if learns else "no"])
     if not rows:
@@ -142,8 +147,7 @@ def lm_table(grid: str, spec: StudySpec | None = None) -> str:
     for arm, seeds in runs(grid, spec).items():
         gold = over_seeds(seeds, lambda m: m["evaluate"].get("lm_loss_gold_states"))
         predicted = over_seeds(seeds, lambda m: m["evaluate"].get("lm_loss_predicted_states"))
-        own = over_seeds(seeds, lambda m: _ratio(m["train"], "contrastive"))
-        entity = over_seeds(seeds, lambda m: _ratio(m["train"], "contrastive_entity"))
+        own, entity = _lcl(seeds)
         parsed = over_seeds(seeds, lambda m: _get(m["evaluate"], "world", "stage_one", "parse_rate"))
         rows.append([arm, str(len(seeds)), gold.format(3), predicted.format(3), own.format(3), entity.format(3),
                      parsed.format(1, pct=True)])
@@ -164,7 +168,7 @@ def targets_table(grid: str = "world", scoring: str = "lm", spec: StudySpec | No
     states above random states (the paired difference's interval above zero)."""
     rows = []
     for arm, seeds in runs(grid, spec).items():
-        entity = over_seeds(seeds, lambda m: _ratio(m["train"], "contrastive_entity"))
+        entity = _lcl(seeds)[1]
         probe = seed_interval([_probe(m, "predicted_vector/event", "gain") for m in seeds.values()])
         coherence = seed_interval([_minus(_coherence(m, scoring, "predicted"), _coherence(m, scoring, "random"))
                                    for m in seeds.values()])

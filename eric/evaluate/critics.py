@@ -29,6 +29,8 @@ from dataclasses import dataclass
 
 import torch
 
+from eric.model.losses import same_entity_later, same_text_candidates
+
 CANDIDATE_SETS = ("batch", "text", "entity")
 IDENTITY_BONUS = 1e4  # exp(-1e4) is 0 in float64: the other placeholders are out of the race
 
@@ -45,6 +47,7 @@ class Candidate:
 class Pairs:
     anchors: list[Candidate]  # anchor i's positive is candidate i
     negatives: list[Candidate]  # hard negatives, after the anchors among the candidates
+    later: torch.Tensor  # [A, A] bool: the model's entity candidates among the anchors
 
     @property
     def candidates(self) -> list[Candidate]:
@@ -56,15 +59,17 @@ def batch_pairs(batch: dict, ids: list[str], entity_class: dict[int, int]) -> Pa
     negatives of a collated batch, in the model's order; `ids`: the rows' ids in batch order."""
     entity_ids, labels = batch["entity_ids"], batch["labels"]
     has_entity = entity_ids > 0
-    anchors = [Candidate(b, ids[b], n, int(entity_ids[b, n]) - 1)
-               for b, n in (has_entity & (batch["entity_positions"] >= 0)).nonzero().tolist()]
+    target = has_entity & (batch["entity_positions"] >= 0)
+    anchors = [Candidate(b, ids[b], n, int(entity_ids[b, n]) - 1) for b, n in target.nonzero().tolist()]
+    slots = target.flatten().nonzero().flatten()  # the anchors' slots, in the same order
+    later = same_entity_later(entity_ids, target)[slots][:, slots]
     hard = batch.get("hard_negative_positions")
     if hard is None:
-        return Pairs(anchors, [])
+        return Pairs(anchors, [], later)
     k_of = {token: cls - 1 for token, cls in entity_class.items()}  # <ek>'s token id -> k
     negatives = [Candidate(b, ids[b], n, k_of[int(labels[b, int(hard[b, n])])])
                  for b, n in (has_entity & (hard >= 0)).nonzero().tolist()]
-    return Pairs(anchors, negatives)
+    return Pairs(anchors, negatives, later)
 
 
 def candidate_mask(pairs: Pairs, which: str) -> tuple[torch.Tensor, torch.Tensor]:
@@ -74,14 +79,11 @@ def candidate_mask(pairs: Pairs, which: str) -> tuple[torch.Tensor, torch.Tensor
     m, candidates = len(pairs.anchors), pairs.candidates
     if which == "batch":
         return torch.ones(m, len(candidates), dtype=torch.bool), torch.ones(m, dtype=torch.bool)
-    row, entity, unit = (torch.tensor([getattr(c, f) for c in candidates], dtype=torch.long).reshape(-1)
-                         for f in ("row", "entity", "unit"))
-    same_row = row[:m, None] == row[None, :]
     if which == "text":
-        return same_row, torch.ones(m, dtype=torch.bool)
-    later_self = (entity[:m, None] == entity[None, :]) & (unit[None, :] >= unit[:m, None])
-    allowed = same_row & later_self & (torch.arange(len(candidates)) < m)[None, :]  # no hard negative
-    return allowed, allowed.sum(1) >= 2
+        row = torch.tensor([c.row for c in candidates], dtype=torch.long)
+        return same_text_candidates(row[:m], row), torch.ones(m, dtype=torch.bool)
+    allowed = torch.nn.functional.pad(pairs.later, (0, len(pairs.negatives)))  # no hard negative
+    return allowed, pairs.later.sum(1) >= 2
 
 
 def identity(anchors: list[Candidate], candidates: list[Candidate], bonus: float = IDENTITY_BONUS) -> torch.Tensor:

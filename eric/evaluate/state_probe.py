@@ -64,66 +64,121 @@ def _on(model, batch: dict) -> dict:
 VECTORS = ("predicted_vector", "predicted_state_vector", "gold_vector")
 
 
+@torch.no_grad()
+def read_units(model, collator, rows: list[dict], readers: dict, batch_size: int = 16) -> dict:
+    """One forward per chunk of `rows` (the collator's seeded draw), shown to every reader
+    (`add(start, chunk, batch, output)`); name -> its `result()`. The probes of one split
+    share this pass instead of running the model once each."""
+    model.eval()
+    for start in range(0, len(rows), batch_size):
+        chunk = rows[start:start + batch_size]
+        batch = collator(chunk)
+        output = model(**_on(model, batch))
+        for reader in readers.values():
+            reader.add(start, chunk, batch, output)
+    return {name: reader.result() for name, reader in readers.items()}
+
+
+class StateReader:
+    """Predicted and gold state of every unit with a planned entity and, in the same order, its
+    vectors (VECTORS): the predictor's continuous e^_n, the state it is quantized to (what
+    generation injects) and the sentence encoder's e_n (from the unit itself: the reference a
+    prefix can at best approach)."""
+
+    def __init__(self, model, label: Callable[[dict, int], str]):
+        self.model, self.label = model, label
+        self.codebook = model.state_space.vectors().float()
+        self.pairs: list[UnitState] = []
+        self.found: dict[str, list[torch.Tensor]] = {name: [] for name in VECTORS}
+
+    def add(self, start: int, chunk: list[dict], batch: dict, output) -> None:
+        from eric.evaluate.state_analysis import gold_states
+
+        predicted, gold = output.predicted_state_ids, output.state_ids
+        units = gold >= 0
+        for b, n in units.nonzero().tolist():
+            self.pairs.append(UnitState(start + b, n, int(predicted[b, n]), int(gold[b, n]), self.label(chunk[b], n)))
+        self.found["predicted_vector"].append(output.predicted_events[units].float().cpu())
+        self.found["predicted_state_vector"].append(self.codebook[predicted[units]].cpu())
+        self.found["gold_vector"].append(gold_states(self.model, _on(self.model, batch))[1][units].float().cpu())
+
+    def result(self) -> tuple[list[UnitState], dict[str, torch.Tensor]]:
+        return self.pairs, {name: torch.cat(parts) if parts else torch.zeros(0) for name, parts in self.found.items()}
+
+
+class HiddenReader:
+    """Every unit with a label: its decoder's last hidden state where it has read the unit's
+    sentence token (the position that writes the unit's first word), or with `entity`
+    (row, unit -> a token id) where it has read that token's first occurrence in the unit
+    (a unit without it is skipped), and the unit's label. The states' ids are left -1
+    (filled by `quantize_hidden`)."""
+
+    def __init__(self, sent: int, label: Callable[[dict, int], str], entity: Callable[[dict, int], int] | None = None):
+        self.sent, self.label, self.entity = sent, label, entity
+        self.pairs: list[UnitState] = []
+        self.vectors: list[torch.Tensor] = []
+
+    def add(self, start: int, chunk: list[dict], batch: dict, output) -> None:
+        hidden = output.decoder_last_hidden_state.float().cpu()
+        for b, row in enumerate(chunk):
+            labels = batch["labels"][b].tolist()
+            starts = [i for i, token in enumerate(labels) if token == self.sent]
+            for n, (begin, end) in enumerate(zip(starts, [*starts[1:], len(labels)])):
+                read = begin if self.entity is None else next(
+                    (i for i in range(begin + 1, end) if labels[i] == self.entity(row, n)), None)
+                position = None if read is None else read + 1  # decoder input = labels shifted right
+                if position is not None and position < hidden.shape[1] and (name := self.label(row, n)) is not None:
+                    self.pairs.append(UnitState(start + b, n, -1, -1, name))
+                    self.vectors.append(hidden[b, position])
+
+    def result(self) -> tuple[list[UnitState], torch.Tensor]:
+        return self.pairs, torch.stack(self.vectors) if self.vectors else torch.zeros(0)
+
+
+class CosineReader:
+    """How e^_n sits among the states, over the units with a gold state: mean cosine to its own
+    unit's gold state, to the other units' gold states of the batch, and to its nearest state."""
+
+    def __init__(self, model):
+        self.vectors = model.state_space.vectors().float()
+        self.own = self.others = self.nearest = self.units = 0.0
+
+    def add(self, start: int, chunk: list[dict], batch: dict, output) -> None:
+        target = output.state_ids >= 0
+        predicted, gold = output.predicted_events[target].float(), self.vectors[output.state_ids[target]]
+        m = predicted.shape[0]
+        if m < 2:
+            return
+        cross = predicted @ gold.t()
+        self.own += float(cross.diagonal().sum())
+        self.others += float((cross.sum() - cross.diagonal().sum()) / (m - 1))
+        self.nearest += float((predicted @ self.vectors.t()).max(-1).values.sum())
+        self.units += m
+
+    def result(self) -> dict:
+        return {"own_gold_state": round(self.own / self.units, 4),
+                "other_gold_states": round(self.others / self.units, 4),
+                "nearest_state": round(self.nearest / self.units, 4), "units": int(self.units)}
+
+
 def unit_state_pairs(model, collator, rows: list[dict], label: Callable[[dict, int], str],
                      batch_size: int = 16) -> list[UnitState]:
     """Predicted and gold state of every unit with a planned entity (the collator's seeded draw)."""
     return unit_state_vectors(model, collator, rows, label, batch_size)[0]
 
 
-@torch.no_grad()
 def unit_state_vectors(model, collator, rows: list[dict], label: Callable[[dict, int], str],
                        batch_size: int = 16) -> tuple[list[UnitState], dict[str, torch.Tensor]]:
-    """`unit_state_pairs` and, in the same order, each unit's vectors (VECTORS): the
-    predictor's continuous e^_n, the state it is quantized to (what generation injects) and
-    the sentence encoder's e_n (read from the unit itself: the reference a prefix can at
-    best approach)."""
-    from eric.evaluate.state_analysis import gold_states
-
-    model.eval()
-    out: list[UnitState] = []
-    found: dict[str, list[torch.Tensor]] = {name: [] for name in VECTORS}
-    codebook = model.state_space.vectors().float()
-    for start in range(0, len(rows), batch_size):
-        chunk = rows[start:start + batch_size]
-        batch = _on(model, collator(chunk))
-        result = model(**batch)
-        predicted, gold = result.predicted_state_ids, result.state_ids
-        units = gold >= 0
-        for b, n in units.nonzero().tolist():
-            out.append(UnitState(start + b, n, int(predicted[b, n]), int(gold[b, n]), label(chunk[b], n)))
-        found["predicted_vector"].append(result.predicted_events[units].float().cpu())
-        found["predicted_state_vector"].append(codebook[predicted[units]].cpu())
-        found["gold_vector"].append(gold_states(model, batch)[1][units].float().cpu())
-    return out, {name: torch.cat(parts) if parts else torch.zeros(0) for name, parts in found.items()}
+    """StateReader's pairs and vectors over `rows`."""
+    return read_units(model, collator, rows, {"states": StateReader(model, label)}, batch_size)["states"]
 
 
-@torch.no_grad()
 def hidden_unit_pairs(model, collator, rows: list[dict], label: Callable[[dict, int], str],
                       batch_size: int = 16, entity: Callable[[dict, int], int] | None = None,
                       ) -> tuple[list[UnitState], torch.Tensor]:
-    """Every unit with a label: its decoder's last hidden state where it has read the unit's
-    sentence token (the position that writes the unit's first word), or with `entity`
-    (row, unit -> a token id) where it has read that token's first occurrence in the unit
-    (a unit without it is skipped), and the unit's label. The states' ids are left -1
-    (filled by `quantize_hidden`)."""
-    model.eval()
-    sent = collator.ids.sent
-    pairs, vectors = [], []
-    for start in range(0, len(rows), batch_size):
-        chunk = rows[start:start + batch_size]
-        batch = collator(chunk)
-        hidden = model(**_on(model, batch)).decoder_last_hidden_state.float().cpu()
-        for b, row in enumerate(chunk):
-            labels = batch["labels"][b].tolist()
-            starts = [i for i, token in enumerate(labels) if token == sent]
-            for n, (begin, end) in enumerate(zip(starts, [*starts[1:], len(labels)])):
-                read = begin if entity is None else next(
-                    (i for i in range(begin + 1, end) if labels[i] == entity(row, n)), None)
-                position = None if read is None else read + 1  # decoder input = labels shifted right
-                if position is not None and position < hidden.shape[1] and (name := label(row, n)) is not None:
-                    pairs.append(UnitState(start + b, n, -1, -1, name))
-                    vectors.append(hidden[b, position].float())
-    return pairs, torch.stack(vectors) if vectors else torch.zeros(0)
+    """HiddenReader's pairs and vectors over `rows`."""
+    reader = HiddenReader(collator.ids.sent, label, entity)
+    return read_units(model, collator, rows, {"hidden": reader}, batch_size)["hidden"]
 
 
 def quantize_hidden(train: tuple[list[UnitState], torch.Tensor], test: tuple[list[UnitState], torch.Tensor],
@@ -187,27 +242,9 @@ def _scored(test: list[UnitState], guesses: list[str], majority: str, states_see
     return ProbeResult(accuracy, base, accuracy - base, low, high, len(test), len(texts), states_seen)
 
 
-@torch.no_grad()
 def prediction_cosines(model, collator, rows: list[dict], batch_size: int = 16) -> dict:
-    """How e^_n sits among the states, over the units with a gold state: mean cosine to its own
-    unit's gold state, to the other units' gold states of the batch, and to its nearest state."""
-    model.eval()
-    own = others = nearest = units = 0.0
-    for start in range(0, len(rows), batch_size):
-        result = model(**_on(model, collator(rows[start:start + batch_size])))
-        target = result.state_ids >= 0
-        predicted, vectors = result.predicted_events[target].float(), model.state_space.vectors().float()
-        gold = vectors[result.state_ids[target]]
-        m = predicted.shape[0]
-        if m < 2:
-            continue
-        cross = predicted @ gold.t()
-        own += float(cross.diagonal().sum())
-        others += float((cross.sum() - cross.diagonal().sum()) / (m - 1))
-        nearest += float((predicted @ vectors.t()).max(-1).values.sum())
-        units += m
-    return {"own_gold_state": round(own / units, 4), "other_gold_states": round(others / units, 4),
-            "nearest_state": round(nearest / units, 4), "units": int(units)}
+    """CosineReader over `rows`."""
+    return read_units(model, collator, rows, {"cosines": CosineReader(model)}, batch_size)["cosines"]
 
 
 def agreement(pairs: list[UnitState]) -> float:

@@ -29,13 +29,14 @@ from __future__ import annotations
 from dataclasses import replace
 
 from eric.evaluate.state_probe import (
+    CosineReader,
+    HiddenReader,
+    StateReader,
     agreement,
-    hidden_unit_pairs,
     linear_probe,
     majority_probe,
-    prediction_cosines,
     quantize_hidden,
-    unit_state_vectors,
+    read_units,
 )
 from eric.evaluate.world_metrics import focal_rows, true_labels
 from eric.world.phrasings import PLACEHOLDER
@@ -72,18 +73,30 @@ def world_probes(model, tokenizer, collator, train_rows: list[dict], test_rows: 
         from eric.data.one_stage import one_stage_row
 
         train_rows, test_rows = [one_stage_row(r) for r in train_rows], [one_stage_row(r) for r in test_rows]
-    both = (train_rows, test_rows)
-    vectors = tuple(hidden_unit_pairs(model, collator, rows, _joined) for rows in both)
     focal = lambda row, n: tokenizer.convert_tokens_to_ids(row["world_focal"][n])  # noqa: E731
-    at_entity = ((([], None), ([], None)) if one_stage else
-                 tuple(hidden_unit_pairs(model, collator, rows, _joined, entity=focal) for rows in both))
+    has_states = getattr(model.config, "use_state", False)
+
+    def readers(cosines: bool) -> dict:  # every probe's reads of one split, in one pass of the model
+        found = {"linear": HiddenReader(collator.ids.sent, _joined)}
+        if not one_stage:
+            found["entity"] = HiddenReader(collator.ids.sent, _joined, entity=focal)
+        if has_states:
+            found["states"] = StateReader(model, _joined)
+        if has_states and cosines:
+            found["cosines"] = CosineReader(model)
+        return found
+
+    train_reads = read_units(model, collator, train_rows, readers(cosines=False))
+    test_reads = read_units(model, collator, test_rows, readers(cosines=True))
+    vectors = (train_reads["linear"], test_reads["linear"])
+    at_entity = (([], None), ([], None)) if one_stage else (train_reads["entity"], test_reads["entity"])
     voted = {"hidden": ("predicted", quantize_hidden(*vectors, clusters, seed=seed))}
     read = {"linear": vectors, "entity": at_entity}
-    states = None
-    if getattr(model.config, "use_state", False):
-        (train_states, train_x), (states, test_x) = (unit_state_vectors(model, collator, r, _joined) for r in both)
-        voted.update({"predicted": ("predicted", (train_states, states)), "gold": ("gold", (train_states, states))})
-        read.update({name: ((train_states, train_x[name]), (states, test_x[name])) for name in train_x})
+    if has_states:
+        (train_states, train_x), (test_states, test_x) = train_reads["states"], test_reads["states"]
+        voted.update({"predicted": ("predicted", (train_states, test_states)),
+                      "gold": ("gold", (train_states, test_states))})
+        read.update({name: ((train_states, train_x[name]), (test_states, test_x[name])) for name in train_x})
     out: dict = {}
     for i, name in enumerate(LABELS):
         for probe, (which, (train, test)) in voted.items():
@@ -92,7 +105,7 @@ def world_probes(model, tokenizer, collator, train_rows: list[dict], test_rows: 
             if len(train) and len(test):  # `entity`: units whose placeholder fits in the target length
                 found = linear_probe((_relabel(train, i), train_x), (_relabel(test, i), test_x))
                 out[f"{probe}/{name}"] = found.to_dict()
-    if states is not None:
-        out["predicted_is_gold"] = round(agreement(states), 4)
-        out["cosines"] = prediction_cosines(model, collator, test_rows)
+    if has_states:
+        out["predicted_is_gold"] = round(agreement(test_states), 4)
+        out["cosines"] = test_reads["cosines"]
     return {"train_texts": len(train_rows), "test_texts": len(test_rows), **out}

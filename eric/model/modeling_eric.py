@@ -440,7 +440,8 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
         if negatives is not None:
             negatives, candidates = negatives.flatten(0, 1), torch.cat([anchors, units.negatives_found.flatten()])
         positives = losses.joint_representation(units.events, units.states)
-        allowed, scored = self._candidates(target, units, entity_ids)
+        later = losses.same_entity_later(entity_ids, target)  # the entity candidates, logged always
+        allowed, scored = self._candidates(target, units, later)
         out.contrastive_loss = losses.info_nce(
             predicted.flatten(0, 1), positives.flatten(0, 1), self.config.tau, negatives, allowed,
             valid=scored, candidates_valid=candidates,
@@ -449,13 +450,13 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
             penalty = usage_entropy_penalty(units.cosines, self.config.tau, target)
             out.state_entropy_loss = torch.where(target.any(), penalty, torch.zeros_like(penalty))
         self._state_diagnostics(out, units, scored, candidates, allowed)
-        self._entity_candidates(out, predicted, positives, entity_ids, target)
+        self._entity_candidates(out, predicted, positives, later)
 
-    def _candidates(self, target: torch.Tensor, units: UnitInputs, entity_ids: torch.Tensor):
+    def _candidates(self, target: torch.Tensor, units: UnitInputs, later: torch.Tensor):
         """(allowed [M, M (+ H)] or None for all, the anchors L_CL scores [M]): L_CL's candidates
         per anchor slot: the whole batch (paper), its own text only (`text`: which story it is
-        cannot help), or its own entity's units from n on (`entity`: which entity it is cannot
-        help either; an anchor whose entity has no later unit has nothing to tell apart)."""
+        cannot help), or its own entity's units from n on (`later`, `entity`: which entity it is
+        cannot help either; an anchor whose entity has no later unit has nothing to tell apart)."""
         anchors = target.flatten()
         mode = self.config.contrastive_candidates
         if mode == "batch":
@@ -464,19 +465,17 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
             rows = torch.arange(target.shape[0], device=target.device)[:, None].expand_as(target).flatten()
             candidate_rows = rows if units.negatives is None else torch.cat([rows, rows])
             return losses.same_text_candidates(rows, candidate_rows), anchors
-        later = losses.same_entity_later(entity_ids, target)
         scored = anchors & (later.sum(1) >= 2)
         if units.negatives is not None:  # a hard negative is another entity: never a candidate here
             later = torch.nn.functional.pad(later, (0, later.shape[0]))
         return later, scored
 
     @torch.no_grad()
-    def _entity_candidates(self, out: EricOutput, predicted, positives, entity_ids, target) -> None:
+    def _entity_candidates(self, out: EricOutput, predicted, positives, later: torch.Tensor) -> None:
         """L_CL over entity candidates and its chance, logged whatever L_CL trains on: the anchor's
         positive against its entity's later units in its text, all carrying the same placeholder,
         so a critic that only matches identity scores chance (ln candidates); NaN (skipped by
         the loop's means) when no anchor has a later unit of its entity."""
-        later = losses.same_entity_later(entity_ids, target)
         counts = later.sum(1)
         scored = counts >= 2
         loss = losses.info_nce(predicted.flatten(0, 1), positives.flatten(0, 1), self.config.tau, None, later,

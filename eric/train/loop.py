@@ -123,8 +123,7 @@ def _pooled_means(averager: Averager) -> dict[str, float]:
     """Each term's mean over every rank's steps (and clears `averager`). Sums and counts are
     pooled, not each rank's means: a rank may hold no defined value of a term (a NaN
     diagnostic, a rank without validation batches), so ranks may hold different keys."""
-    sum_of, count_of = averager.totals()
-    averager.pop()
+    sum_of, count_of = averager.pop_totals()
     totals = _reduce({**{f"sum_{k}": v for k, v in sum_of.items()},
                       **{f"n_{k}": v for k, v in count_of.items()}}, any_keys=True)
     return {k[4:]: totals[k] / totals[f"n_{k[4:]}"] for k in totals

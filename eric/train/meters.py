@@ -64,7 +64,7 @@ def batch_state_ids(outputs) -> torch.Tensor | None:
 
 class Averager:
     """Mean of each loss term over the steps since the last `pop()`. Values may be floats or
-    0-dim tensors: tensors are summed where they are (no host read until `means()`). A NaN (a
+    0-dim tensors: tensors are summed where they are (no host read until `totals()`). A NaN (a
     diagnostic undefined for that batch) is left out of its mean."""
 
     def __init__(self) -> None:
@@ -87,15 +87,17 @@ class Averager:
         """(sums, counts) as floats."""
         return ({k: float(v) for k, v in self.sums.items()}, {k: float(v) for k, v in self.counts.items()})
 
-    def means(self) -> dict[str, float]:
-        sums, counts = self.totals()
+    def pop(self) -> dict[str, float]:
+        """Each term's mean (terms with no defined value left out), and clear."""
+        sums, counts = self.pop_totals()
         return {k: sums[k] / counts[k] for k in sums if counts[k]}
 
-    def pop(self) -> dict[str, float]:
-        means = self.means()
+    def pop_totals(self) -> tuple[dict[str, float], dict[str, float]]:
+        """`totals()`, and clear."""
+        found = self.totals()
         self.sums.clear()
         self.counts.clear()
-        return means
+        return found
 
 
 class Throughput:

@@ -38,7 +38,7 @@ def test_an_identity_only_critic_scores_chance_on_entity_candidates_and_below_it
     target = entity_ids > 0
     vectors = _identity(entity_ids)
     out = EricOutput()
-    tiny_model(tau=0.1)._entity_candidates(out, vectors, vectors, entity_ids, target)
+    tiny_model(tau=0.1)._entity_candidates(out, vectors, vectors, losses.same_entity_later(entity_ids, target))
     counts = losses.same_entity_later(entity_ids, target).sum(1)
     scored = counts >= 2
     expected = float(counts[scored].float().log().mean())
@@ -54,7 +54,7 @@ def test_a_critic_that_knows_the_unit_goes_below_chance_on_entity_candidates():
     torch.manual_seed(0)
     events = F.normalize(torch.randn(1, 6, 8), dim=-1)  # what happens in each unit
     out = EricOutput()
-    tiny_model(tau=0.1)._entity_candidates(out, events, events, entity_ids, target)
+    tiny_model(tau=0.1)._entity_candidates(out, events, events, losses.same_entity_later(entity_ids, target))
     assert float(out.contrastive_entity_loss) < 0.5 * float(out.contrastive_entity_chance)
 
 
@@ -62,7 +62,7 @@ def test_no_later_unit_of_any_entity_gives_nan_which_the_loop_skips():
     entity_ids = torch.tensor([[1, 2, 3]])
     out = EricOutput()
     vectors = _identity(entity_ids)
-    tiny_model()._entity_candidates(out, vectors, vectors, entity_ids, entity_ids > 0)
+    tiny_model()._entity_candidates(out, vectors, vectors, losses.same_entity_later(entity_ids, entity_ids > 0))
     assert math.isnan(float(out.contrastive_entity_loss)) and math.isnan(float(out.contrastive_entity_chance))
 
 
