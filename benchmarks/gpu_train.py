@@ -22,6 +22,12 @@ runs a plain loop (AdamW, fused on CUDA; bf16 autocast on CUDA; clipping) eagerl
                 one micro-batch of a step whose row is not logged, counted below autograd
                 (benchmarks/op_count.py): the CPU proxy of host overhead
   graph breaks  where `compiled` runs: the graph breaks torch.compile recorded (0 = one graph)
+  graphs        graphs compiled over the run's distinct micro-batch shapes: the batches go
+                through `symbolic_shapes` (eric/train/engine.py), as the Trainer's do, so one
+                graph serves every shape (two where a lone-row batch comes up)
+
+With --compile-cap S each compiled model runs in a child process stopped after S seconds,
+and its figures read "did not finish" rather than the run being lost.
 
 Figures are written to --out after each model and mode (eager ones first), so a run cut
 short keeps what it measured. On CPU it runs at a toy size (that is how the test runs it).
@@ -31,8 +37,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -52,7 +62,8 @@ from eric.data.collate import StageOneCollator  # noqa: E402
 from eric.data.tokenizer import load_tokenizer, special_token_ids  # noqa: E402
 from eric.model import EricForConditionalGeneration  # noqa: E402
 from eric.model.variants import build_config  # noqa: E402
-from eric.train.engine import build_optimizer, compile_in_place  # noqa: E402
+from eric.train.data_order import token_budget_batches  # noqa: E402
+from eric.train.engine import build_optimizer, compile_in_place, symbolic_shapes  # noqa: E402
 from eric.train.runtime import avoid_per_shape_attention_plans, device_kind  # noqa: E402
 
 BART_KEYS = ("input_ids", "attention_mask", "labels")
@@ -65,21 +76,9 @@ def encode_split(split: Path, tokenizer, max_source: int, max_target: int, limit
     return [collator.encode(row) for row in rows], collator
 
 
-def padded_tokens(rows: list) -> int:
-    return len(rows) * (max(len(r.source) for r in rows) + max(len(r.labels) for r in rows))
-
-
 def token_batches(encoded: list, micro_tokens: int) -> list[list[int]]:
-    """Row indices per micro-batch: rows sorted by target then source length, packed while
-    the padded batch stays within `micro_tokens` (a row longer than that goes alone)."""
-    order = sorted(range(len(encoded)), key=lambda i: (len(encoded[i].labels), len(encoded[i].source)))
-    batches, current = [], []
-    for i in order:
-        if current and padded_tokens([encoded[j] for j in [*current, i]]) > micro_tokens:
-            batches.append(current)
-            current = []
-        current.append(i)
-    return [*batches, current] if current else batches
+    """Row indices per micro-batch, packed to at most `micro_tokens` padded tokens."""
+    return token_budget_batches([(len(r.source), len(r.labels)) for r in encoded], micro_tokens)
 
 
 def steps_of(batches: list[list[int]], accum: int, n_steps: int, seed: int = 0) -> list[list[list[int]]]:
@@ -141,6 +140,10 @@ def graph_breaks() -> int:
     return sum(torch._dynamo.utils.counters["graph_break"].values())
 
 
+def graphs_compiled() -> int:
+    return torch._dynamo.utils.counters["stats"]["unique_graphs"]
+
+
 def run_mode(name: str, mode: str, steps: list, collator, encoded: list, args, bf16: bool) -> dict:
     model = build(name, args.size, args.vocab, collator.ids).to(device_kind()).train()
     optimizer, _ = build_optimizer(model, 1e-4, 0.0, total_steps=len(steps))
@@ -151,8 +154,9 @@ def run_mode(name: str, mode: str, steps: list, collator, encoded: list, args, b
         result.update(eager_step_counts(model, batches[0][0]))
     else:
         torch._dynamo.reset()
-        breaks_before = graph_breaks()  # dynamo's counters outlive reset(): count this run's own
+        breaks_before, graphs_before = graph_breaks(), graphs_compiled()  # counters outlive reset(): this run's own
         compile_in_place(model, args.backend)
+        batches = [[symbolic_shapes(b) for b in step] for step in batches]
     reset_peak()
     durations = []
     for step in batches:
@@ -178,6 +182,9 @@ def run_mode(name: str, mode: str, steps: list, collator, encoded: list, args, b
                    "peak_gib": peak_gib(), "first_step_seconds": durations[0]})
     if mode == "compiled":
         result["graph_breaks"] = graph_breaks() - breaks_before
+        result["graphs_compiled"] = graphs_compiled() - graphs_before
+        result["micro_batch_shapes"] = len({tuple(b["labels"].shape) + tuple(b["input_ids"].shape)
+                                            for step in batches for b in step})
     return result, model
 
 
@@ -206,6 +213,41 @@ def check(name: str, mode: str, args, collator, encoded, steps, bf16: bool, figu
           f"first step {result['first_step_seconds']:.1f} s", flush=True)
 
 
+def capped(name: str, args, figures: dict) -> None:
+    """The compiled run of one model in a child process of its own session, stopped (with the
+    compile workers it started) after --compile-cap seconds: "did not finish" is recorded
+    instead of losing the figures measured so far."""
+    with tempfile.TemporaryDirectory() as tmp:
+        part = Path(tmp) / "part.json"
+        child = subprocess.Popen([sys.executable, __file__, *child_argv(args, name, part)], start_new_session=True)
+        try:
+            child.wait(timeout=args.compile_cap)
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
+            result = {"status": "did not finish", "compile_cap_s": args.compile_cap}
+            print(f"{name} compiled: did not finish within {args.compile_cap:.0f} s", flush=True)
+        else:
+            ran = json.loads(part.read_text())["results"][name] if child.returncode == 0 else {}
+            figures["results"].setdefault(name, {}).update({k: v for k, v in ran.items() if k != "compiled"})
+            result = ran.get("compiled", {"status": f"failed (exit {child.returncode})"})
+    figures["results"].setdefault(name, {})["compiled"] = result
+    if args.out:
+        args.out.write_text(json.dumps(figures, indent=2))
+
+
+def child_argv(args, name: str, out: Path) -> list[str]:
+    """This run's settings for one model's compiled run, without the cap."""
+    argv = ["--size", args.size, "--vocab", str(args.vocab), "--split", str(args.split), "--tokenizer",
+            str(args.tokenizer), "--max-source", str(args.max_source), "--max-target", str(args.max_target),
+            "--micro-tokens", str(args.micro_tokens), "--accum", str(args.accum), "--pad-multiple",
+            str(args.pad_multiple), "--steps", str(args.steps), "--warmup", str(args.warmup), "--backend",
+            args.backend, "--modes", "compiled", "--models", name, "--out", str(out)]
+    argv += ["--rows", str(args.rows)] if args.rows is not None else []
+    argv += ["--peak-tflops", str(args.peak_tflops)] if args.peak_tflops is not None else []
+    return argv + (["--cudnn-attention"] if args.cudnn_attention else [])
+
+
 def report(figures: dict) -> None:
     meta, results = figures["meta"], figures["results"]
     print(f"device {meta['device']}, size {meta['size']}, {meta['micro_tokens']} padded tokens a micro-batch x "
@@ -214,7 +256,8 @@ def report(figures: dict) -> None:
     rows = [("tokens/s", "tokens_per_s", ",.0f"), ("real tokens a step", "tokens_per_step", ",.0f"),
             ("padding", "padding", ".1%"), ("MFU (FLOP count)", "mfu_count", ".1%"), ("MFU (6N)", "mfu_6n", ".1%"),
             ("peak GiB", "peak_gib", ".2f"), ("ops / micro step", "ops_per_micro_step", ",.0f"),
-            ("syncs / micro step", "syncs_per_micro_step", ",.0f"), ("graph breaks", "graph_breaks", ",.0f")]
+            ("syncs / micro step", "syncs_per_micro_step", ",.0f"), ("graph breaks", "graph_breaks", ",.0f"),
+            ("graphs compiled", "graphs_compiled", ",.0f"), ("micro-batch shapes", "micro_batch_shapes", ",.0f")]
     print(f"{'':24} {'mode':>9} {'ERIC':>12} {'BART':>12} {'ERIC/BART':>10}")
     for mode in meta["modes"]:
         for label, key, spec in rows:
@@ -223,6 +266,9 @@ def report(figures: dict) -> None:
                 continue
             ratio = fmt(e / b if e is not None and b else None, ".3f")
             print(f"{label:24} {mode:>9} {fmt(e, spec):>12} {fmt(b, spec):>12} {ratio:>10}")
+    for name in ("eric", "bart"):
+        if status := results.get(name, {}).get("compiled", {}).get("status"):
+            print(f"{name} compiled: {status}")
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -243,6 +289,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--warmup", type=int, default=4)
     parser.add_argument("--modes", nargs="+", default=["eager", "compiled"], choices=["eager", "compiled"])
     parser.add_argument("--backend", default="inductor", help="torch.compile backend of `compiled`")
+    parser.add_argument("--compile-cap", type=float, default=None,
+                        help="seconds a compiled model may take in all (compiling included); past it the run "
+                             "records 'did not finish' for that model and goes on")
     parser.add_argument("--models", nargs="+", default=["bart", "eric"], choices=["eric", "bart"])
     parser.add_argument("--peak-tflops", type=float, default=None)
     parser.add_argument("--out", type=Path, default=None)
@@ -264,7 +313,10 @@ def main(argv: list[str] | None = None) -> dict:
         args.out.parent.mkdir(parents=True, exist_ok=True)
     for mode in args.modes:  # every eager figure first: compiling ERIC is the longest part
         for name in args.models:
-            check(name, mode, args, collator, encoded, steps, bf16, figures)
+            if mode == "compiled" and args.compile_cap:
+                capped(name, args, figures)
+            else:
+                check(name, mode, args, collator, encoded, steps, bf16, figures)
     report(figures)
     return figures
 

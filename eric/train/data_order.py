@@ -87,3 +87,21 @@ def lengths(tokenizer, rows: list[dict], max_source: int, max_target: int) -> li
     src = tokenizer([r["source"] for r in rows], add_special_tokens=False)["input_ids"]
     tgt = tokenizer([r["target"] for r in rows], add_special_tokens=False)["input_ids"]
     return [min(len(s) + 2, max_source) + min(len(t) + 2, max_target) for s, t in zip(src, tgt)]
+
+
+def token_budget_batches(lengths: Sequence[tuple[int, int]], max_tokens: int) -> list[list[int]]:
+    """Micro-batches by padded size, as a throughput run packs them: examples sorted by
+    (target, source) length, packed while rows x (longest source + longest target) stays
+    within `max_tokens` (an example longer than that goes alone). `lengths`: (source,
+    target) token counts. Batch size and both lengths change from batch to batch: the
+    shapes a compiled forward must serve (eric/train/engine.py `symbolic_shapes`)."""
+    order = sorted(range(len(lengths)), key=lambda i: (lengths[i][1], lengths[i][0]))
+    batches, current, longest = [], [], (0, 0)
+    for i in order:
+        grown = (max(longest[0], lengths[i][0]), max(longest[1], lengths[i][1]))
+        if current and (len(current) + 1) * sum(grown) > max_tokens:
+            batches.append(current)
+            current, grown = [], lengths[i]
+        current.append(i)
+        longest = grown
+    return [*batches, current] if current else batches

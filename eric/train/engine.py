@@ -9,6 +9,7 @@ accumulation boundaries and is saved in checkpoints.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 import torch
 
@@ -74,9 +75,23 @@ def initialize(model: torch.nn.Module, ds_config: dict, *, lr: float, weight_dec
     return engine
 
 
-def compile_in_place(model: torch.nn.Module, backend: str = "inductor") -> None:
+def compile_in_place(model: torch.nn.Module, backend: str | Callable = "inductor") -> None:
     """torch.compile `model`'s forward (and so its backward) in place: the module keeps its
-    parameter names, so checkpoints and `save_pretrained` are unchanged. torch's automatic
-    dynamic shapes apply: a shape that changes between batches (lengths, unit counts) is
-    recompiled once as symbolic, not once per value."""
+    parameter names, so checkpoints and `save_pretrained` are unchanged. Feed it batches
+    through `symbolic_shapes`, or every new shape costs a compile (docs/gpu.md)."""
     model.compile(backend=backend)
+
+
+def symbolic_shapes(batch: dict) -> dict:
+    """Mark every dimension of the batch's tensors dynamic before the compiled forward sees
+    them, so its first compile is already symbolic in batch size, lengths and unit count.
+
+    Left to torch's automatic dynamic shapes, the first graph specializes on every size and
+    each size that changes later costs one more compile (batch size, then unit count, ...):
+    with token-budget batches that is a compile every few steps. A size of 1 stays
+    specialized (torch's 0/1 rule): a lone-row batch adds one graph."""
+    for value in batch.values():
+        if isinstance(value, torch.Tensor):
+            for dim in range(value.dim()):
+                torch._dynamo.maybe_mark_dynamic(value, dim)
+    return batch

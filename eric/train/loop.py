@@ -30,7 +30,7 @@ from eric.train.checkpoint import (
 )
 from eric.train.data_order import DataOrder, eval_batches
 from eric.train.ds_config import build_ds_config
-from eric.train.engine import compile_in_place, initialize
+from eric.train.engine import compile_in_place, initialize, symbolic_shapes
 from eric.train.errors import TrainError
 from eric.train.meters import (
     Averager,
@@ -275,7 +275,7 @@ class Trainer:
         for indices in micro_batches:  # no host read of a device value in here (tests/train/test_syncs.py)
             host_batch = self._collate(self.train_set, indices)
             tokens += batch_tokens(host_batch)
-            outputs = self.engine(**_to_device(host_batch, self.engine.device))
+            outputs = self.engine(**self._on_device(host_batch))
             self.engine.backward(outputs.loss)
             self.engine.step()
             self.losses.add(step_terms(outputs))
@@ -326,11 +326,15 @@ class Trainer:
         if hasattr(self.engine.module, "logged_step"):
             self.engine.module.logged_step = logged
 
+    def _on_device(self, host_batch: dict) -> dict:
+        batch = _to_device(host_batch, self.engine.device)
+        return symbolic_shapes(batch) if self.settings.compile else batch  # one compile for every shape
+
     def _collate(self, dataset: Sequence, indices: list[int]) -> dict:
         return self.collate_fn([dataset[i] for i in indices])
 
     def _batch(self, dataset: Sequence, indices: list[int]) -> dict:
-        return _to_device(self._collate(dataset, indices), self.engine.device)
+        return self._on_device(self._collate(dataset, indices))
 
     # ---- logging, validation, checkpoints ---------------------------------------------
     def _postfix(self) -> dict:

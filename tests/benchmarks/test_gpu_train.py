@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 
 import pyarrow as pa
@@ -45,7 +47,8 @@ def test_token_batches_hold_every_row_once_within_the_budget(split):
     assert sorted(i for b in batches for i in b) == list(range(len(encoded)))
     for batch in batches:
         rows = [encoded[i] for i in batch]
-        assert len(rows) == 1 or gpu_train.padded_tokens(rows) <= 160
+        padded = len(rows) * (max(len(r.source) for r in rows) + max(len(r.labels) for r in rows))
+        assert len(rows) == 1 or padded <= 160
     assert len(batches) < len(encoded)  # short rows share a batch
     steps = gpu_train.steps_of(batches, 2, 5)
     assert len(steps) == 5 and all(len(s) == 2 for s in steps)
@@ -66,8 +69,27 @@ def test_eager_figures_for_both_models(split, tmp_path, capsys):
     assert "ERIC/BART" in capsys.readouterr().out
 
 
-def test_compiled_mode_counts_graph_breaks(split, tmp_path):
-    figures = gpu_train.main(args(split, tmp_path / "f.json", "--modes", "compiled", "--backend", "aot_eager"))
+def test_compiled_mode_counts_graph_breaks_and_graphs_under_a_cap(split, tmp_path):
+    """Each compiled model runs in a child process under --compile-cap; its figures come back."""
+    figures = gpu_train.main(args(split, tmp_path / "f.json", "--modes", "compiled", "--backend", "aot_eager",
+                                  "--compile-cap", "600"))
     for name in ("eric", "bart"):  # transformers' BART and ERIC's static forward each trace as one graph
         r = figures["results"][name]["compiled"]
         assert r["tokens_per_s"] > 0 and r["graph_breaks"] == 0, name
+        assert r["micro_batch_shapes"] >= 3 and 1 <= r["graphs_compiled"] <= 2, (name, r)
+        assert figures["results"][name]["step_flops"] > 0
+
+
+def test_the_device_script_records_a_compile_past_its_cap_and_keeps_its_log(split, tmp_path):
+    env = {**os.environ, "ON_CPU": "1", "COMPILE_CAP": "1", "OUT_DIR": str(tmp_path), "COMMIT": "test",
+           "PYTHON": sys.executable}
+    extra = args(split, tmp_path / "unused.json", "--models", "eric")
+    del extra[extra.index("--out"):extra.index("--out") + 2]  # the script names its own
+    run = subprocess.run(["bash", str(PROJECT_ROOT / "benchmarks/gpu_train.sh"), *extra], env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    figures = json.loads((tmp_path / "gpu_train_cpu_test.json").read_text())
+    assert figures["results"]["eric"]["compiled"] == {"status": "did not finish", "compile_cap_s": 1.0}
+    assert figures["results"]["eric"]["eager"]["tokens_per_s"] > 0  # what ran before the cap is kept
+    log = (tmp_path / "gpu_train_cpu_test.log").read_text()
+    assert "eric compiled: did not finish within 1 s" in log

@@ -11,8 +11,12 @@ import copy
 import pytest
 import torch
 
-from eric.train.engine import build_optimizer, compile_in_place
-from tests.model.conftest import make_batch, tiny_model
+from torch._dynamo.testing import CompileCounterWithBackend
+from transformers import BartConfig, BartForConditionalGeneration
+
+from eric.train.data_order import token_budget_batches
+from eric.train.engine import build_optimizer, compile_in_place, symbolic_shapes
+from tests.model.conftest import BOS, ENTITIES, EOS, PAD, SENT, WORDS, _pad, make_batch, tiny_config, tiny_model
 from tests.train.test_loop import make_trainer
 
 
@@ -90,3 +94,67 @@ def test_erics_forward_is_one_graph_in_training_and_in_evaluation():
             torch.manual_seed(seed)
             loss_c = compiled(**batch).loss.detach()
             assert abs(float(loss) - float(loss_c)) <= 1e-5 * abs(float(loss)), (training, seed)
+
+
+BART_KEYS = ("vocab_size", "d_model", "encoder_layers", "decoder_layers", "encoder_attention_heads",
+             "decoder_attention_heads", "encoder_ffn_dim", "decoder_ffn_dim", "max_position_embeddings",
+             "pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id")
+
+
+def _story(g: torch.Generator) -> dict:
+    """One stage-one row of 2-8 units (every other one naming an entity) and a 3-12 token source."""
+    n_units, unit_len = (int(torch.randint(lo, hi, (1,), generator=g)) for lo, hi in ((2, 9), (3, 8)))
+    labels, entity_ids, positions = [BOS], [], []
+    for n in range(n_units):
+        unit = [SENT, *torch.randint(*WORDS, (unit_len - 1,), generator=g).tolist()]
+        named = n % 2 == 0
+        if named:
+            unit[1] = ENTITIES[n % len(ENTITIES)]
+        entity_ids.append(n % len(ENTITIES) + 1 if named else 0)
+        positions.append(len(labels) + 1 if named else -1)
+        labels += unit
+    source = [BOS, *torch.randint(*WORDS, (int(torch.randint(3, 13, (1,), generator=g)),), generator=g).tolist(), EOS]
+    return {"input_ids": source, "labels": [*labels, EOS], "entity_ids": entity_ids, "entity_positions": positions}
+
+
+def _collate(rows: list[dict]) -> dict:
+    batch = {"input_ids": _pad([r["input_ids"] for r in rows], PAD), "labels": _pad([r["labels"] for r in rows], -100),
+             "entity_ids": _pad([r["entity_ids"] for r in rows], -100),
+             "entity_positions": _pad([r["entity_positions"] for r in rows], -1)}
+    return {**batch, "attention_mask": (batch["input_ids"] != PAD).long()}
+
+
+def token_budget_micro_batches(n_shapes: int = 8) -> list[dict]:
+    """Micro-batches as the token-budget packing makes them, until `n_shapes` distinct
+    (batch, source, target, units) shapes: batch size and every length change."""
+    g = torch.Generator().manual_seed(0)
+    rows = [_story(g) for _ in range(160)]
+    packed = token_budget_batches([(len(r["input_ids"]), len(r["labels"])) for r in rows], 240)
+    batches, shapes = [], set()
+    for indices in packed[::3]:
+        batch = _collate([rows[i] for i in indices])
+        shape = tuple(tuple(v.shape) for v in batch.values())
+        if shape not in shapes and len(indices) > 1:
+            shapes.add(shape)
+            batches.append(batch)
+    batches = sorted(batches[:n_shapes], key=lambda b: -b["entity_ids"].shape[1])
+    # the first two share their unit count (as the longest stories do): left to torch's automatic
+    # dynamic shapes, the unit count of a later batch would then cost a third graph
+    assert batches[0]["entity_ids"].shape[1] == batches[1]["entity_ids"].shape[1] != batches[-1]["entity_ids"].shape[1]
+    assert len({b["input_ids"].shape[0] for b in batches}) >= 3
+    return batches
+
+
+def test_the_training_step_compiles_once_for_every_token_budget_shape():
+    """What made a compiled ERIC recompile at nearly every step on the GPU (batch size, then
+    unit count, each a new graph): batches through `symbolic_shapes` compile at most twice
+    over 8 shapes, for ERIC and for transformers' BART alike (docs/gpu.md)."""
+    batches = token_budget_micro_batches()
+    bart = BartForConditionalGeneration(BartConfig(**{k: getattr(tiny_config(), k) for k in BART_KEYS}))
+    for name, model in (("eric", tiny_model()), ("bart", bart)):
+        counter = CompileCounterWithBackend("aot_eager")
+        compile_in_place(model.train(), counter)
+        for batch in batches:
+            keys = batch if name == "eric" else ("input_ids", "attention_mask", "labels")
+            model(**symbolic_shapes({k: batch[k] for k in keys})).loss.backward()
+        assert 1 <= counter.frame_count <= 2, (name, counter.frame_count)
