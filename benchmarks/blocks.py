@@ -93,7 +93,8 @@ def gpu_train() -> str:
     if not rows:
         return "_No run of gpu_train.py is committed._\n"
     return markdown_table(["run", "set-up", "model", "mode", "tokens/s", "ERIC/BART", "padding", "MFU (count)",
-                           "MFU (6N)", "first step s", "ops / micro step", "syncs", "graph breaks"], rows) + "\n"
+                           "MFU (6N)", "first step s", "ops / micro step", "syncs", "graph breaks",
+                           "graphs / shapes"], rows) + "\n"
 
 
 def _gpu_train_rows(path: Path, record: dict, meta: dict) -> list[list[str]]:
@@ -108,12 +109,17 @@ def _gpu_train_rows(path: Path, record: dict, meta: dict) -> list[list[str]]:
             r = result.get(mode)
             if not r:
                 continue
+            run = f"`{path.stem.removeprefix('gpu_train_')}`"
+            if "status" in r:  # stopped at the compile cap, or failed
+                rows.append([run, setup, model, mode, r["status"], *[NONE] * 9])
+                continue
             bart = (results.get("bart") or {}).get(mode) or {}
-            ratio = r["tokens_per_s"] / bart["tokens_per_s"] if model == "eric" and bart else None
-            rows.append([f"`{path.stem.removeprefix('gpu_train_')}`", setup, model, mode, number(r.get("tokens_per_s")),
+            ratio = r["tokens_per_s"] / bart["tokens_per_s"] if model == "eric" and bart.get("tokens_per_s") else None
+            graphs = f"{r['graphs_compiled']} / {r['micro_batch_shapes']}" if "graphs_compiled" in r else NONE
+            rows.append([run, setup, model, mode, number(r.get("tokens_per_s")),
                          number(ratio), _pct(r.get("padding")), _pct(r.get("mfu_count")), _pct(r.get("mfu_6n")),
                          number(r.get("first_step_seconds")), number(r.get("ops_per_micro_step")),
-                         number(r.get("syncs_per_micro_step")), number(r.get("graph_breaks"))])
+                         number(r.get("syncs_per_micro_step")), number(r.get("graph_breaks")), graphs])
     return rows
 
 
@@ -138,5 +144,40 @@ def _flat(d: dict, prefix: str = "") -> dict:
     return out
 
 
+def compile_cost() -> str:
+    """bench_compile.py (cold compile, graphs over shapes) and bench_flops.py (where the FLOPs go)."""
+    rows = []
+    compiled = _json(BENCH_OUTPUTS / "bench_compile.json")
+    if compiled:
+        r, shapes = compiled["result"], compiled["result"].get("shapes")
+        rows += [["cold compile of a training micro-step, s (CPU, inductor)", number(r.get("eric_cold_compile_s")),
+                  number(r.get("bart_cold_compile_s")), number(r.get("cold_compile_ratio")), "<= 2", _about(compiled)],
+                 ["operations traced into the forward graph", number(r.get("eric_ops_captured")),
+                  number(r.get("bart_ops_captured")), number(r.get("ops_captured_ratio")), NONE, _about(compiled)],
+                 [f"graphs compiled over {shapes} micro-batch shapes", number(r.get("eric_graphs")),
+                  number(r.get("bart_graphs")), NONE, "<= 2 each", _about(compiled)]]
+    flops = _json(BENCH_OUTPUTS / "bench_flops.json")
+    if flops:
+        r = flops["result"]
+        about = _about(flops)
+        rows += [[f"TFLOP per micro-batch ({r.get('size')}, {r.get('micro_tokens')} padded tokens)",
+                  number(r.get("eric_step_tflop")), number(r.get("bart_step_tflop")), number(r.get("flop_ratio")),
+                  NONE, about],
+                 ["sentence encoder's share of ERIC's FLOPs", _pct(r.get("sentence_encoder_share")), NONE, NONE,
+                  NONE, about],
+                 ["its block-diagonal self-attention's share", _pct(r.get("sentence_attention_share")), NONE, NONE,
+                  NONE, about],
+                 ["of that attention, the part inside units (what per-unit attention keeps)",
+                  _pct(r.get("unit_area_fraction")), NONE, NONE, NONE, about]]
+    if not rows:
+        return "_Neither bench_compile.py nor bench_flops.py has recorded a run._\n"
+    return markdown_table(["figure", "ERIC", "BART", "ERIC/BART", "goal", "run"], rows) + "\n"
+
+
+def _about(record: dict) -> str:
+    host = record.get("host") or {}
+    return f"{str(record.get('commit', '?'))[:7]}, {host.get('cores', '?')} cores, load {number(host.get('load'))}"
+
+
 BLOCKS = {"benchmarks": benchmarks, "gpu-check": gpu_check, "sample-steps": sample_steps, "gpu-train": gpu_train,
-          "op-budget": op_budget}
+          "op-budget": op_budget, "compile-cost": compile_cost}

@@ -44,6 +44,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -120,13 +121,33 @@ def padded(collator, rows: list, multiple: int) -> dict:
     return pad_to_multiple(batch, multiple, collator.ids.pad) if multiple > 1 else batch
 
 
-def micro_flops(model, batch: dict, bf16: bool) -> int:
+def micro_flops(model, batch: dict, bf16: bool) -> Counter:
+    """FLOPs of one micro-step (forward + backward): `total`, the `sentence_encoder`'s and
+    its self-attention's alone (`sentence_attention`: the block-diagonal attention over the
+    whole target, projections excluded). Works on the meta device (benchmarks/bench_flops.py)."""
     with FlopCounterMode(display=False) as counter:
         with torch.autocast(device_kind(), dtype=torch.bfloat16, enabled=bf16):
             loss = model(**batch).loss
         loss.backward()
     model.zero_grad(set_to_none=True)
-    return counter.get_total_flops()
+    per_module = counter.get_flop_counts()
+    encoder = next((m for m in per_module if m.endswith(".sentence_encoder")), None)
+    attention = sum(flops for module, ops in per_module.items()
+                    if encoder and module.startswith(f"{encoder}.layers.") and module.endswith(".self_attn")
+                    for op, flops in ops.items() if "scaled_dot_product" in str(op) or "bmm" in str(op))
+    return Counter(total=counter.get_total_flops(), sentence_encoder=sum(per_module.get(encoder, {}).values()),
+                   sentence_attention=attention)
+
+
+def step_flops(model, batches: list[list[dict]], bf16: bool) -> dict:
+    """Mean FLOPs of an optimizer step over `batches` (steps of micro-batches), and the
+    sentence encoder's shares of them (ERIC's)."""
+    flops = sum((micro_flops(model, micro, bf16) for step in batches for micro in step), Counter())
+    out = {"step_flops": flops["total"] / len(batches)}
+    if flops["sentence_encoder"]:
+        out["sentence_encoder_flop_share"] = flops["sentence_encoder"] / flops["total"]
+        out["sentence_attention_flop_share"] = flops["sentence_attention"] / flops["total"]
+    return out
 
 
 def eager_step_counts(model, batch: dict) -> dict:
@@ -201,9 +222,8 @@ def check(name: str, mode: str, args, collator, encoded, steps, bf16: bool, figu
     result, model = run_mode(name, mode, steps, collator, encoded, args, bf16)
     if "step_flops" not in results:  # counted on the module as built: compiling changes no arithmetic
         timed = steps[args.warmup:] or steps
-        results["step_flops"] = sum(micro_flops(model, to_device(padded(collator, [encoded[i] for i in micro],
-                                                                          args.pad_multiple), name), bf16)
-                                    for step in timed for micro in step) / len(timed)
+        results.update(step_flops(model, [[to_device(padded(collator, [encoded[i] for i in micro], args.pad_multiple),
+                                                     name) for micro in step] for step in timed], bf16))
         results["params_m"] = sum(p.numel() for p in model.parameters()) / 1e6
     add_mfu(result, results["step_flops"], int(results["params_m"] * 1e6), figures["meta"]["peak_tflops"])
     results[mode] = result

@@ -25,6 +25,8 @@ BENCHMARKS = {  # name -> arguments (the settings the docs describe); CPU clocks
     "bench_flow_startup": ["--no-server"],
     "bench_world": ["--stories", "12000"],
     "bench_ops": ["--compiled"],
+    "bench_compile": [],
+    "bench_flops": [],  # needs data/processed and models/tokenizer (a `dvc repro`)
 }
 
 

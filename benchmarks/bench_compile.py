@@ -1,0 +1,120 @@
+"""Cold compile time and graphs compiled of a training step: ERIC against BART (CPU, inductor).
+
+    python benchmarks/bench_compile.py [--size tiny] [--budget 4096] [--shapes 8] [--rounds 3] [--backend inductor]
+
+Each model (ERIC with every mechanism; transformers' BART of the same dimensions) is
+compiled in place (`train.compile`) in a fresh process with inductor's caches off, then
+trained on --shapes micro-batches of distinct shape, packed to about --budget padded
+tokens (batch size falls as the target grows), fed through `symbolic_shapes` as the
+Trainer feeds them. Per model:
+
+  cold_compile_s   the first micro-step (forward + backward): tracing and code generation
+  graphs           graphs dynamo compiled over all the shapes (goal: at most 2)
+  ops_captured     operations dynamo traced into the first forward graph: the size compiled
+  later_step_s     median micro-step over the other shapes (each a new shape: a recompile
+                   would show here)
+
+and ERIC / BART of the cold compile (goal: at most 2). Each figure is the median over --rounds
+fresh processes per model (one cold compile moves by 10-15% on a shared 2-core host).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_model import bart_config, eric_config, synthetic_batch  # noqa: E402
+from record import OUTPUTS, record  # noqa: E402
+
+from eric.train.engine import compile_in_place, symbolic_shapes  # noqa: E402
+
+BART_KEYS = ("input_ids", "attention_mask", "labels")
+
+
+def shapes(budget: int, n: int, source: int = 64) -> list[tuple[int, int, int]]:
+    """(batch, source, target) of `n` micro-batches of at most `budget` padded tokens."""
+    sizes = [(source + 8 * (i % 3), 96 + 48 * i) for i in range(n)]  # (source, target)
+    return [(max(2, budget // (s + t)), s, t) for s, t in sizes]
+
+
+def one(name: str, size: str, budget: int, n: int, backend: str) -> dict:
+    """Compile and step one model cold, in this process."""
+    import torch._inductor.config as inductor
+    from torch._dynamo.utils import counters
+    from transformers import BartForConditionalGeneration
+
+    from eric.model import EricForConditionalGeneration
+
+    inductor.force_disable_caches = True
+    vocab = 1024
+    torch.manual_seed(0)
+    config = eric_config(size, vocab)
+    model = EricForConditionalGeneration(config) if name == "eric" else BartForConditionalGeneration(bart_config(config))
+    if name == "eric":
+        model.logged_step = False  # as the Trainer steps it between logged rows
+    compile_in_place(model.train(), backend)
+    times = []
+    for i, (batch, source, target) in enumerate(shapes(budget, n)):
+        full = synthetic_batch(batch, source, target, vocab, seed=i)
+        inputs = symbolic_shapes({k: full[k] for k in (full if name == "eric" else BART_KEYS)})
+        start = time.perf_counter()
+        model(**inputs).loss.backward()
+        model.zero_grad(set_to_none=True)
+        times.append(time.perf_counter() - start)
+        if i == 0:
+            captured = counters["stats"]["calls_captured"]  # operations in the forward graph dynamo traced
+    return {"cold_compile_s": times[0], "graphs": counters["stats"]["unique_graphs"], "ops_captured": captured,
+            "later_step_s": statistics.median(times[1:]) if n > 1 else None}
+
+
+def cold_run(name: str, args) -> dict:
+    """One model's figures from a fresh process (nothing compiled before counts)."""
+    child = [sys.executable, __file__, "--one", name, "--size", args.size, "--budget", str(args.budget),
+             "--shapes", str(args.shapes), "--backend", args.backend]
+    done = subprocess.run(child, capture_output=True, text=True, check=True,
+                          env={**os.environ, "TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1"})
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", default="tiny", choices=["mini", "tiny", "base"])
+    parser.add_argument("--budget", type=int, default=4096, help="padded tokens per micro-batch, about")
+    parser.add_argument("--shapes", type=int, default=8, help="distinct micro-batch shapes")
+    parser.add_argument("--backend", default="inductor", help="torch.compile backend (the test: aot_eager)")
+    parser.add_argument("--rounds", type=int, default=3, help="cold compiles of each model (medians reported)")
+    parser.add_argument("--out-dir", type=Path, default=OUTPUTS)
+    parser.add_argument("--one", choices=["eric", "bart"], help=argparse.SUPPRESS)  # the child process
+    args = parser.parse_args(argv)
+    if args.one:
+        print(json.dumps(one(args.one, args.size, args.budget, args.shapes, args.backend)))
+        return {}
+    result = {"size": args.size, "budget": args.budget, "shapes": args.shapes, "backend": args.backend,
+              "rounds": args.rounds}
+    runs = {"bart": [], "eric": []}
+    for round_ in range(args.rounds):  # the order alternates: a busy spell of the host hits both
+        for name in ("bart", "eric") if round_ % 2 == 0 else ("eric", "bart"):
+            runs[name].append(cold_run(name, args))
+            print(f"round {round_ + 1}, {name}: cold compile {runs[name][-1]['cold_compile_s']:.1f} s, "
+                  f"{runs[name][-1]['graphs']} graph(s) over {args.shapes} shapes", flush=True)
+    for name, figures in runs.items():  # medians over the rounds; graphs and operations do not vary
+        result.update({f"{name}_{k}": statistics.median(f[k] for f in figures) for k in figures[0]})
+        result[f"{name}_cold_compile_s_each"] = [round(f["cold_compile_s"], 1) for f in figures]
+    result["cold_compile_ratio"] = result["eric_cold_compile_s"] / result["bart_cold_compile_s"]
+    result["ops_captured_ratio"] = result["eric_ops_captured"] / result["bart_ops_captured"]
+    print(f"ERIC / BART cold compile: {result['cold_compile_ratio']:.2f} (goal <= 2)")
+    record("bench_compile", result, args.out_dir)
+    return result
+
+
+if __name__ == "__main__":
+    main()
