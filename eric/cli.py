@@ -31,11 +31,11 @@ def _absolute(path: str | None) -> str | None:
 @app.command()
 def preprocess(
     params: Optional[Path] = typer.Option(
-        None, help="params.yaml to read [default: ./params.yaml if there is one, else built-in defaults]"
+        None, help="params.yaml to read", show_default="./params.yaml if there is one, else built-in defaults"
     ),
     corpus: Optional[str] = typer.Option(None, help="override corpus.path"),
     kind: Optional[str] = typer.Option(None, help="override corpus.kind (wikiplots|cnn|jsonl)"),
-    name: Optional[str] = typer.Option(None, help="override corpus.name [default with --corpus: its file name]"),
+    name: Optional[str] = typer.Option(None, help="override corpus.name", show_default="with --corpus: its file name"),
     out_dir: Optional[str] = typer.Option(None, help="override preprocess.out_dir"),
     max_stories: Optional[int] = typer.Option(None, help="only the first N stories"),
     unit: Optional[str] = typer.Option(None, help="override preprocess.unit (sentence|edu)"),
@@ -172,9 +172,10 @@ def show(
     variant: Optional[list[str]] = typer.Option(None, "--variant", "-v", help="a variant's samples in "
                                                 "sample.out_dir (repeat for several)"),
     index: int = typer.Option(0, "--index", "-n", help="which input of the first file (0-based; -1 the last)"),
-    world: Optional[bool] = typer.Option(None, "--world/--no-world", help="the EntityWorld checker's verdict per "
-                                         "unit [default: when params corpus.kind is world]"),
-    max_units: Optional[int] = typer.Option(None, help="show at most N units [default: evaluate.max_units]"),
+    # a default written into help text in brackets would be read as rich markup and vanish: show_default
+    world: Optional[bool] = typer.Option(None, "--world/--no-world", help="the EntityWorld checker's verdict per unit",
+                                         show_default="when params corpus.kind is world"),
+    max_units: Optional[int] = typer.Option(None, help="show at most N units", show_default="evaluate.max_units"),
     params: Path = typer.Option(Path("params.yaml"), help="params.yaml for sample.out_dir (optional)"),
 ) -> None:
     """Read what the models wrote: one input, the human story and each file's story, unit by unit."""
@@ -208,11 +209,11 @@ def humaneval_prepare(
     a: str = typer.Option(..., "--a", help="system A: a variant (its samples) or a file of generations"),
     b: str = typer.Option(..., "--b", help="system B, the same way"),
     n: int = typer.Option(200, "--n", help="test inputs to sample (all shared ones when fewer)"),
-    seed: Optional[int] = typer.Option(None, help="sampling and side seed [default: params seed]"),
+    seed: Optional[int] = typer.Option(None, help="sampling and side seed", show_default="params seed"),
     annotators: int = typer.Option(3, help="annotators per item (majority vote, Fleiss' kappa)"),
     inputs: Optional[Path] = typer.Option(None, help="inputs by id: a stage_one split or one per line "
                                           "(needed when neither system's file has them)"),
-    out: Optional[Path] = typer.Option(None, help="study folder [default: outputs/humaneval/<a>_vs_<b>]"),
+    out: Optional[Path] = typer.Option(None, help="study folder", show_default="outputs/humaneval/<a>_vs_<b>"),
     params: Path = typer.Option(Path("params.yaml"), help="params.yaml for sample.out_dir and seed (optional)"),
 ) -> None:
     """Write the annotation page, MTurk batch + template, Label Studio project and the private key."""
@@ -235,10 +236,10 @@ def humaneval_prepare(
 def humaneval_score(
     answers: list[Path] = typer.Argument(..., help="page exports (.json), MTurk results (.csv), Label Studio exports (.json)"),
     key: list[Path] = typer.Option(..., "--key", help="the study's key.json (repeat for several studies: one row each)"),
-    out: Optional[Path] = typer.Option(None, help="scores folder [default: metrics/humaneval, read by the report]"),
+    out: Optional[Path] = typer.Option(None, help="scores folder, read by the report", show_default="metrics/humaneval"),
     strict: bool = typer.Option(False, help="fail on any problem in the answers instead of reporting it"),
-    mlflow: Optional[bool] = typer.Option(None, "--mlflow/--no-mlflow", help="log each study to MLflow "
-                                          "[default: params train.mlflow]"),
+    mlflow: Optional[bool] = typer.Option(None, "--mlflow/--no-mlflow", help="log each study to MLflow",
+                                          show_default="params train.mlflow"),
     params: Path = typer.Option(Path("params.yaml"), help="params.yaml for the default folder and MLflow (optional)"),
 ) -> None:
     """Majority vote, win/lose/tie, Fleiss' kappa, sign test, entity issues: the paper's Table 3."""

@@ -5,6 +5,7 @@ The flow itself runs in tests/e2e, under a worker, against real servers."""
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -136,6 +137,22 @@ def test_prefect_yaml_deploys_the_flows_with_parameters_they_accept():
         assert set(deployment["parameters"]) <= accepted, deployment["name"]
     study_default = next(d for d in spec["deployments"] if d["name"] == "study")["parameters"]["study"]
     assert (PROJECT_ROOT / study_default / "study.yaml").is_file()
+
+
+def test_what_the_deployments_say_names_real_variants_and_the_docs_list_every_one():
+    from eric.config import PROJECT_ROOT
+
+    spec = yaml.safe_load((PROJECT_ROOT / "prefect.yaml").read_text())
+    declared = set(yaml.safe_load((PROJECT_ROOT / "params.yaml").read_text())["model"]["variants"])
+    for deployment in spec["deployments"]:
+        for named in re.findall(r'\["([^]]+)"\]', deployment["description"]):
+            assert set(named.split('","')) <= declared, (deployment["name"], named)
+    docs = (PROJECT_ROOT / "docs" / "orchestration.md").read_text()
+    flow_names = {"flows/pipeline.py:pipeline": "eric-pipeline", "flows/study.py:study": "eric-study"}
+    for deployment in spec["deployments"]:
+        entrypoint = deployment.get("entrypoint", "flows/pipeline.py:pipeline")
+        assert f"`{flow_names[entrypoint]}/{deployment['name']}`" in docs, deployment["name"]
+    assert f"{len(spec['deployments'])} deployments" in docs
 
 
 def test_the_effective_params_are_params_yaml_with_the_overrides_and_the_file_stays(tmp_path):
