@@ -99,28 +99,43 @@ def evaluate(
     featurizer: Optional[str] = typer.Option(None, help="override evaluate.featurizer: minilm | GPT-2 folder"),
     seed: Optional[int] = typer.Option(None, help="override evaluate.seed (MAUVE)"),
     max_units: Optional[int] = typer.Option(None, help="override evaluate.max_units"),
-    out: Optional[Path] = typer.Option(None, help="write the metrics as JSON here"),
+    out: Optional[Path] = typer.Option(None, help="write the metrics as JSON here; an existing file is replaced "
+                                       "only when `eric evaluate` wrote it, or with --overwrite (never an input)"),
+    overwrite: bool = typer.Option(False, help="replace --out even when it is not an earlier `eric evaluate` output"),
     params: Path = typer.Option(Path("params.yaml"), help="params.yaml for defaults (optional)"),
 ) -> None:
     """Score any file of generations: B-1/2, MSJ-1/2, MAUVE, Rpt, D-3/4, Zipf, Len."""
+    from contextlib import nullcontext
+
     from rich.console import Console
 
     from eric.config import ParamsError
-    from eric.evaluate.command import evaluate_file, load_settings, metrics_table, provenance_line, write_json
+    from eric.data.errors import OutputError
+    from eric.data.outdir import output_lock
+    from eric.evaluate.command import (
+        check_metrics_out, evaluate_file, load_settings, metrics_table, provenance_line, write_json,
+    )
     from eric.evaluate.errors import EvaluationError
 
     overrides = {"mauve": mauve, "featurizer": featurizer, "seed": seed, "max_units": max_units}
+    read = {"the generations file": generations, "the --references file": references, "the --inputs file": inputs,
+            "the params file": params}
     try:
-        settings = load_settings(params, {k: v for k, v in overrides.items() if v is not None})
-        result = evaluate_file(
-            generations, references, inputs, fmt, text_field, input_field, reference_field, settings
-        )
-    except (ParamsError, EvaluationError) as exc:
+        with output_lock(out) if out else nullcontext():  # a second run onto the same --out refuses
+            if out:
+                check_metrics_out(out, read, overwrite)
+            settings = load_settings(params, {k: v for k, v in overrides.items() if v is not None})
+            result = evaluate_file(
+                generations, references, inputs, fmt, text_field, input_field, reference_field, settings
+            )
+            if out:
+                write_json(result, out)
+    except (ParamsError, EvaluationError, OutputError) as exc:
         _fail(str(exc))
     Console().print(metrics_table(result, title=generations.name))
     typer.echo(provenance_line(result))
     if out:
-        write_json(result, out)
+        typer.echo(f"wrote {out}")
 
 
 @app.command()

@@ -24,7 +24,7 @@ import os
 import secrets
 import shutil
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -156,12 +156,43 @@ class Staging:
                 break
 
 
+def check_out_file(out: Path, inputs: dict[str, Path | None], ours: Callable[[Path], bool], overwrite: bool,
+                   command: str) -> Path:
+    """The real path (symlinks resolved) a command may write its one-file output `out` at, or
+    OutputError: never a folder, never one of its `inputs` (named by what they are, whatever
+    spelling or link points there, and even with `overwrite`), and an existing file only
+    when `ours(file)` says an earlier run of `command` wrote it, or with `overwrite`."""
+    real = out.resolve()
+    if real.is_dir():
+        raise OutputError(f"--out {out} is a folder; give a file path")
+    for what, path in inputs.items():
+        if path is not None and path.exists() and real == path.resolve():
+            raise OutputError(f"--out {out} is {what}; choose another path")
+    if real.exists() and not overwrite and not ours(real):
+        raise OutputError(f"--out {out} exists and `{command}` did not write it; choose another path, "
+                          "or --overwrite to replace it")
+    return real
+
+
+def replace_file(path: Path, data: bytes) -> None:
+    """Write `path` whole or not at all: a sibling temporary file renamed over it (one rename),
+    removed again if the write fails (disk full: OutputError, the earlier file unchanged)."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.partial")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary.write_bytes(data)
+        temporary.replace(path)
+    except OSError as exc:
+        temporary.unlink(missing_ok=True)
+        raise OutputError(f"{path}: cannot write ({exc.strerror or exc}); an earlier file there is unchanged") from None
+
+
 @contextmanager
 def output_lock(target: Path) -> Iterator[None]:
     """Hold an advisory lock on `target` (a file `.<name>.lock` beside it) for a whole run, so
     that a second run writing the same output refuses in one line instead of racing to
     replace it (the last one silently winning). The lock file goes when the run ends."""
-    target = Path(os.path.abspath(target))  # `out` and `./out` are one output
+    target = Path(target).resolve()  # `out`, `./out` and a link to it are one output
     lock = target.with_name(f".{target.name}.lock")
     made = [p for p in lock.parents if not p.exists()]  # nearest first; removed again if left empty
     try:

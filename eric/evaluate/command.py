@@ -8,6 +8,7 @@ from pathlib import Path
 from rich.table import Table
 
 from eric.config import EvaluateParams, params_here_or_defaults
+from eric.data.outdir import check_out_file, replace_file
 from eric.evaluate.io import read_generations
 from eric.evaluate.scoring import METRIC_NAMES, evaluate_with, format_value, mauve_note
 
@@ -72,6 +73,24 @@ def provenance_line(result: dict) -> str:
     return "; ".join(notes)
 
 
+WRITTEN_BY = "eric evaluate"  # the metrics file's mark: a later `eric evaluate --out` may replace it
+
+
+def is_metrics_file(path: Path) -> bool:
+    """True for a JSON file an earlier `eric evaluate --out` wrote (it carries the mark)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    return isinstance(data, dict) and data.get("written_by") == WRITTEN_BY
+
+
+def check_metrics_out(out: Path, inputs: dict[str, Path | None], overwrite: bool) -> Path:
+    """Where `eric evaluate --out` may write (eric/data/outdir.py check_out_file): checked
+    before scoring, so a refused path costs nothing."""
+    return check_out_file(out, inputs, is_metrics_file, overwrite, WRITTEN_BY)
+
+
 def write_json(result: dict, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(result, indent=2) + "\n")
+    """The metrics as JSON with the mark, replaced whole or not at all."""
+    replace_file(path, (json.dumps({"written_by": WRITTEN_BY, **result}, indent=2) + "\n").encode())

@@ -32,15 +32,14 @@ def training_names(path: Path | None, settings: Params) -> list[str]:
 def check_out(out: Path, inputs: Path, overwrite: bool = False) -> Path:
     """Where `eric sample` may write: never its own inputs or a folder, and an existing file
     only when an earlier `eric sample` wrote it (its metadata says so) or with `overwrite`."""
+    from eric.data.errors import OutputError
+    from eric.data.outdir import check_out_file
     from eric.generate.schema import is_samples_file
 
-    if out.is_dir():
-        raise SampleError(f"--out {out} is a folder; give a file, e.g. {out / 'samples.parquet'}")
-    if out.exists() and inputs.exists() and out.resolve() == inputs.resolve():
-        raise SampleError(f"--out {out} is the --inputs file; choose another path")
-    if out.exists() and not overwrite and not is_samples_file(out):
-        raise SampleError(f"--out {out} exists and `eric sample` did not write it; choose another path, "
-                          "or --overwrite to replace it")
+    try:
+        check_out_file(out, {"the --inputs file": inputs}, is_samples_file, overwrite, "eric sample")
+    except OutputError as exc:
+        raise SampleError(str(exc)) from None
     return out
 
 

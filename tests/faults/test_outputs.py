@@ -76,6 +76,17 @@ def test_a_second_run_into_the_same_out_dir_refuses_in_one_line(params_for, corp
     assert (out / "stats.json").is_file() and not list(tmp_path.glob(".out.lock"))
 
 
+def test_a_run_through_a_linked_spelling_of_a_locked_output_refuses_too(tmp_path):
+    """The lock was per spelling: a run through a symlink to the same out-dir raced the first."""
+    real = tmp_path / "out"
+    real.mkdir()
+    (tmp_path / "alias").symlink_to(real)  # the out-dir itself under another name
+    with output_lock(real):
+        with pytest.raises(OutputError, match="another run is writing it now"):
+            with output_lock(tmp_path / "alias"):
+                pass
+
+
 def _preprocess_with_file_limit(tmp_path, corpus, out, limit: int) -> subprocess.CompletedProcess:
     def small_files():  # files larger than `limit` bytes fail with EFBIG (Python ignores SIGXFSZ)
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
@@ -177,3 +188,56 @@ def test_eric_evaluate_and_sample_settings_resolve_beside_their_params_file(tmp_
     assert settings.feature_cache == str(project / "cache" / "features") and settings.max_units == 7
     assert sample_settings(Path("project/params.yaml"), {}).preprocess.out_dir == str(project / "data" / "processed")
     assert evaluate_settings(tmp_path / "none.yaml", {"seed": 3}).seed == 3  # no file: the built-in defaults
+
+
+def _generations(tmp_path):
+    texts = tmp_path / "texts.txt"
+    texts.write_text("Ash drives to a cabin. Ash finds a key.\nBo walks home. Bo sleeps.\n")
+    return texts
+
+
+def _evaluate(texts, out, *extra):
+    return invoke("evaluate", str(texts), "--no-mauve", "--out", str(out), "--params", str(texts.parent / "none.yaml"),
+                  *extra)
+
+
+def test_evaluate_out_never_replaces_its_inputs_or_a_users_file(tmp_path):
+    """Each was lost at exit 0: the generations file (and any user file) replaced by the metrics."""
+    texts = _generations(tmp_path)
+    original = texts.read_text()
+    link = tmp_path / "link.txt"
+    link.symlink_to(texts)
+    for target, extra in ((texts, ()), (texts, ("--overwrite",)), (link, ("--overwrite",))):
+        result = _evaluate(texts, target, *extra)
+        assert result.exit_code == 2 and "is the generations file" in result.output, (target, extra)
+    assert texts.read_text() == original
+    mine = tmp_path / "thesis.json"
+    mine.write_text("a user's file")
+    result = _evaluate(texts, mine)
+    assert result.exit_code == 2 and "exists and `eric evaluate` did not write it" in result.output
+    assert mine.read_text() == "a user's file"
+    result = _evaluate(texts, tmp_path)  # a folder: one line, no traceback
+    assert result.exit_code == 2 and "is a folder" in result.output and result.exception.__class__ is SystemExit
+
+
+def test_evaluate_out_replaces_its_own_earlier_metrics_whole(tmp_path):
+    texts = _generations(tmp_path)
+    out = tmp_path / "metrics.json"
+    for _ in range(2):  # the second run replaces the first's file
+        result = _evaluate(texts, out)
+        assert result.exit_code == 0, result.output
+    written = json.loads(out.read_text())
+    assert written["written_by"] == "eric evaluate" and written["n_texts"] == 2
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temporary or lock left
+    mine = tmp_path / "mine.json"
+    mine.write_text("{}")
+    assert _evaluate(texts, mine, "--overwrite").exit_code == 0 and json.loads(mine.read_text())["n_texts"] == 2
+
+
+def test_a_samples_out_through_a_link_to_its_inputs_is_refused(tmp_path):
+    inputs = tmp_path / "inputs.txt"
+    inputs.write_text("Ash drives to a cabin.\n")
+    link = tmp_path / "out.parquet"
+    link.symlink_to(inputs)
+    with pytest.raises(SampleError, match=r"is the --inputs file"):
+        check_out(link, inputs, overwrite=True)
