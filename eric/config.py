@@ -480,10 +480,14 @@ def load_params(path: str | Path | None = None, overrides: dict | None = None) -
     source = Path(path) if path else DEFAULT_PARAMS
     if not source.is_file():
         raise ParamsError(f"{source}: params file not found")
-    try:
-        raw = yaml.safe_load(source.read_text()) or {}
+    try:  # bytes: YAML's own reader takes UTF-8 and, by their byte-order mark, UTF-16 files
+        raw = yaml.safe_load(source.read_bytes()) or {}
+    except yaml.reader.ReaderError as exc:
+        raise ParamsError(f"{source}: not UTF-8 text ({exc.reason} at byte {exc.position}); save it as UTF-8") from None
     except yaml.YAMLError as exc:
         raise ParamsError(f"{source}: not valid YAML ({exc.__class__.__name__})") from None
+    except OSError as exc:
+        raise ParamsError(f"{source}: cannot read it ({exc.strerror or exc})") from None
     if not isinstance(raw, dict):
         raise ParamsError(f"{source}: top level must be a mapping")
     for key, value in (overrides or {}).items():

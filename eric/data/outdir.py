@@ -35,8 +35,23 @@ MARKER = ".eric-preprocess"
 OUTPUTS = {"stage_one", "stage_two", "stats.json", MARKER}
 
 
+@contextmanager
+def possible_path(path: Path, flag: str) -> Iterator[None]:
+    """An OSError while looking at `path` (a name over the file system's 255 bytes, a loop of
+    links, no permission to look) as one line."""
+    try:
+        yield
+    except OSError as exc:
+        raise OutputError(f"{flag} {path}: not a usable path ({exc.strerror or exc})") from None
+
+
 def check_out_dir(out_dir: Path, overwrite: bool, protected: dict[str, Path]) -> Path:
     """The real path to write `out_dir` at, or OutputError if that could lose a user's files."""
+    with possible_path(out_dir, "out-dir"):
+        return _check_out_dir(out_dir, overwrite, protected)
+
+
+def _check_out_dir(out_dir: Path, overwrite: bool, protected: dict[str, Path]) -> Path:
     out = Path(os.path.abspath(out_dir))
     for folder in (out, *out.parents):  # the nearest existing one must be a folder
         if folder.exists() or folder.is_symlink():
@@ -162,6 +177,12 @@ def check_out_file(out: Path, inputs: dict[str, Path | None], ours: Callable[[Pa
     OutputError: never a folder, never one of its `inputs` (named by what they are, whatever
     spelling or link points there, and even with `overwrite`), and an existing file only
     when `ours(file)` says an earlier run of `command` wrote it, or with `overwrite`."""
+    with possible_path(out, "--out"):
+        return _check_out_file(out, inputs, ours, overwrite, command)
+
+
+def _check_out_file(out: Path, inputs: dict[str, Path | None], ours: Callable[[Path], bool], overwrite: bool,
+                    command: str) -> Path:
     real = out.resolve()
     if real.is_dir():
         raise OutputError(f"--out {out} is a folder; give a file path")
@@ -194,11 +215,13 @@ def output_lock(target: Path) -> Iterator[None]:
     replace it (the last one silently winning). The lock file goes when the run ends."""
     target = Path(target).resolve()  # `out`, `./out` and a link to it are one output
     lock = target.with_name(f".{target.name}.lock")
-    made = [p for p in lock.parents if not p.exists()]  # nearest first; removed again if left empty
     try:
+        made = [p for p in lock.parents if not p.exists()]  # nearest first; removed again if left empty
         lock.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError:  # no folder to hold a lock (a parent is a file, read-only): the run says why itself
+    except OSError:  # no folder to hold a lock (a parent is a file, read-only, a name too long): the run says why
+        fd = None
+    if fd is None:
         yield
         return
     while True:

@@ -114,3 +114,25 @@ def test_a_story_whose_names_the_tagger_misses_or_mislabels_still_anonymizes(wri
         assert stats.examples == 1
         left[mode] = stats.splits["train"].names_left
     assert left["resolve"] <= left["exact"] <= left["paper"]
+
+
+@pytest.mark.parametrize("encoding", ["binary", "cp1252", "utf-16"])
+def test_a_params_file_that_is_not_utf8_text_is_one_line_or_read(encoding, tmp_path):
+    """Each was a UnicodeDecodeError traceback; UTF-16 with its byte-order mark is YAML and is read."""
+    from typer.testing import CliRunner
+
+    from eric.cli import app
+    from eric.config import PROJECT_ROOT
+
+    text = "# un caf\u00e9 serr\u00e9\n" + (PROJECT_ROOT / "params.yaml").read_text()
+    data = {"binary": bytes(range(256)) * 4, "cp1252": text.encode("cp1252"), "utf-16": text.encode("utf-16")}
+    params = tmp_path / "params.yaml"
+    params.write_bytes(data[encoding])
+    texts = tmp_path / "texts.txt"
+    texts.write_text("Ash drives to a cabin.\n")
+    result = CliRunner().invoke(app, ["evaluate", str(texts), "--no-mauve", "--params", str(params)])
+    if encoding == "utf-16":
+        assert result.exit_code == 0, result.output
+    else:
+        assert result.exit_code == 2 and result.exception.__class__ is SystemExit
+        assert f"{params}: not UTF-8 text (" in result.output and "save it as UTF-8" in result.output

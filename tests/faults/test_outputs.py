@@ -241,3 +241,14 @@ def test_a_samples_out_through_a_link_to_its_inputs_is_refused(tmp_path):
     link.symlink_to(inputs)
     with pytest.raises(SampleError, match=r"is the --inputs file"):
         check_out(link, inputs, overwrite=True)
+
+
+def test_an_output_name_longer_than_the_file_system_allows_is_one_line(corpus, tmp_path, monkeypatch):
+    """Both were OSError tracebacks (File name too long)."""
+    monkeypatch.chdir(tmp_path)  # no params.yaml here: the built-in defaults
+    long = tmp_path / ("o" * 300)
+    result = invoke("preprocess", "--corpus", str(corpus), "--kind", "wikiplots", "--out-dir", str(long))
+    assert result.exit_code == 2 and "not a usable path (File name too long)" in result.output, result.output
+    texts = _generations(tmp_path)
+    result = _evaluate(texts, long / "metrics.json")
+    assert result.exit_code == 2 and "not a usable path (File name too long)" in result.output, result.output
