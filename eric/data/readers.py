@@ -13,7 +13,11 @@ import gzip
 import io
 import json
 import lzma
+import os
+import select
+import stat
 import tarfile
+import tempfile
 import zipfile
 import zlib
 from collections.abc import Iterator
@@ -34,13 +38,63 @@ class RawStory:
 
 
 def read_corpus(kind: str, path: Path, skips: SkipCounter) -> Iterator[RawStory]:
-    """Stories of a corpus. `skips` collects per-story read failures."""
+    """Stories of a corpus. `skips` collects per-story read failures. A pipe or device
+    (`--corpus <(zcat plots.gz)`, a named pipe) is first copied whole into a temporary file:
+    the readers look at a file's first bytes and open it again, which on a pipe lost them."""
     if not path.exists():
         raise CorpusError(f"corpus path not found: {path}")
     readers = {"wikiplots": read_wikiplots, "cnn": read_cnn, "jsonl": read_jsonl}
     if kind not in readers:
         raise CorpusError(f"unknown corpus kind {kind!r} (wikiplots, cnn or jsonl)")
+    if stat.S_ISFIFO(path.stat().st_mode) or stat.S_ISCHR(path.stat().st_mode):
+        spool = spool_stream(path)
+        return _removed_after(readers[kind](spool, skips), spool)
     return readers[kind](path, skips)
+
+
+PIPE_WAIT_S = 60.0  # how long a pipe may stay silent (a named pipe nobody writes to)
+MAX_STREAM_BYTES = 2 << 30  # a stream past this is refused (/dev/zero would fill the disk)
+
+
+def spool_stream(path: Path, wait_s: float | None = None, limit: int | None = None) -> Path:
+    """Copy a pipe or device to a temporary file, every byte, or CorpusError: nothing arrives
+    for `wait_s` seconds, or more than `limit` bytes do."""
+    wait_s, limit = wait_s or PIPE_WAIT_S, limit or MAX_STREAM_BYTES
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a named pipe without a writer: no hang on open
+    out = tempfile.NamedTemporaryFile(prefix="eric-corpus-", delete=False)
+    try:
+        total = 0
+        while chunk := _next_chunk(fd, path, wait_s):
+            total += len(chunk)
+            if total > limit:
+                raise CorpusError(f"{path}: a stream of more than {limit >> 20} MiB; give the corpus as a file")
+            out.write(chunk)
+    except BaseException:
+        out.close()
+        os.unlink(out.name)
+        raise
+    finally:
+        os.close(fd)
+    out.close()
+    return Path(out.name)
+
+
+def _next_chunk(fd: int, path: Path, wait_s: float) -> bytes:
+    """The next bytes of a non-blocking stream (b"" at its end)."""
+    while True:
+        if not select.select([fd], [], [], wait_s)[0]:
+            raise CorpusError(f"{path}: nothing arrived for {wait_s:.0f} s (a named pipe nobody writes to?)")
+        try:
+            return os.read(fd, 1 << 20)
+        except BlockingIOError:  # woken without data: wait again
+            continue
+
+
+def _removed_after(stories: Iterator[RawStory], spool: Path) -> Iterator[RawStory]:
+    try:
+        yield from stories
+    finally:
+        spool.unlink(missing_ok=True)
 
 
 # What a file is, from its first bytes, so a wrong or damaged input is named.
@@ -235,16 +289,26 @@ def _open_jsonl(path: Path, found: str | None):
     return _DECOMPRESS.get(found, open)(path, "rb")
 
 
+MAX_LINE_BYTES = 64 << 20  # a JSON-lines story longer than this is skipped (`line_too_long`), never held whole
+TOO_LONG = "\x00too long"  # what _text_lines yields for such a line
+
+
 def _text_lines(stream) -> Iterator[str | None]:
-    """Lines as text (None: a line that is not UTF-8). UTF-8 is decoded line by line,
-    so one bad line is one counted skip; UTF-16/32 (BOM) is decoded as a stream."""
+    """Lines as text (None: a line that is not UTF-8; TOO_LONG: one over MAX_LINE_BYTES, read
+    past in chunks). UTF-8 is decoded line by line, so one bad line is one counted skip;
+    UTF-16/32 (BOM) is decoded as a stream."""
     buffered = io.BufferedReader(stream)
     wide = _wide_encoding(buffered.peek(4)[:4])
     if wide:
         yield from io.TextIOWrapper(buffered, encoding=wide)
         return
-    for raw in buffered:
-        yield _decode(raw)
+    while raw := buffered.readline(MAX_LINE_BYTES + 1):
+        if len(raw) <= MAX_LINE_BYTES or raw.endswith(b"\n"):
+            yield _decode(raw)
+            continue
+        while (rest := buffered.readline(1 << 20)) and not rest.endswith(b"\n"):
+            pass  # the rest of the long line, never kept
+        yield TOO_LONG
 
 
 def read_jsonl(path: Path, skips: SkipCounter) -> Iterator[RawStory]:
@@ -272,8 +336,8 @@ def read_jsonl(path: Path, skips: SkipCounter) -> Iterator[RawStory]:
 
 
 def _jsonl_story(line: str | None, number: int, skips: SkipCounter) -> RawStory | None:
-    if line is None:
-        skips.skip("invalid_utf8")
+    if line is None or line is TOO_LONG:
+        skips.skip("invalid_utf8" if line is None else "line_too_long")
         return None
     try:
         record = json.loads(line)

@@ -57,6 +57,15 @@ def test_jsonl_bad_lines_are_counted(write_jsonl):
     assert skips == {"invalid_json": 1, "invalid_utf8": 1, "missing_text": 2}
 
 
+def test_a_jsonl_line_over_the_cap_is_a_counted_skip_never_held_whole(write_jsonl, monkeypatch):
+    import eric.data.readers as readers
+
+    monkeypatch.setattr(readers, "MAX_LINE_BYTES", 1000)
+    lines = [{"id": "a", "text": "Fine."}, {"id": "huge", "text": "word " * 3000}, {"id": "b", "text": "Also fine."}]
+    stories, skips = read_all("jsonl", write_jsonl(lines, "long.jsonl"))
+    assert [s.id for s in stories] == ["a", "b"] and skips == {"line_too_long": 1}
+
+
 @pytest.mark.parametrize(
     "kind, fixture, message",
     [

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -136,3 +137,33 @@ def test_a_params_file_that_is_not_utf8_text_is_one_line_or_read(encoding, tmp_p
     else:
         assert result.exit_code == 2 and result.exception.__class__ is SystemExit
         assert f"{params}: not UTF-8 text (" in result.output and "save it as UTF-8" in result.output
+
+
+def test_a_corpus_through_a_pipe_loses_no_byte_and_a_silent_one_does_not_hang(write_jsonl, tmp_path, monkeypatch):
+    """`--corpus <(cat file)` read 3 of 10 stories (the first 4 KB went to the format sniff) and a
+    named pipe nobody wrote to hung forever; /dev/zero grew without bound."""
+    import json
+    import os
+    import tempfile
+    import threading
+
+    import eric.data.readers as readers
+    from eric.data.errors import CorpusError, SkipCounter
+
+    lines = [{"id": f"s{i}", "text": f"Story {i}. " + "Ash walks to the mill and back. " * 20} for i in range(10)]
+    regular = write_jsonl(lines, "plain.jsonl")
+    assert regular.stat().st_size > 4096
+    fifo = tmp_path / "corpus.jsonl"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_bytes(regular.read_bytes()))
+    writer.start()
+    piped = list(readers.read_corpus("jsonl", fifo, SkipCounter()))
+    writer.join()
+    assert piped == list(readers.read_corpus("jsonl", regular, SkipCounter())) and len(piped) == 10
+    assert not list(Path(tempfile.gettempdir()).glob("eric-corpus-*"))  # the copy is gone once read
+    monkeypatch.setattr(readers, "PIPE_WAIT_S", 0.3)
+    with pytest.raises(CorpusError, match=r"nothing arrived for 0 s \(a named pipe nobody writes to\?\)"):
+        list(readers.read_corpus("jsonl", fifo, SkipCounter()))
+    monkeypatch.setattr(readers, "MAX_STREAM_BYTES", 1 << 20)
+    with pytest.raises(CorpusError, match=r"/dev/zero: a stream of more than 1 MiB; give the corpus as a file"):
+        list(readers.read_corpus("jsonl", Path("/dev/zero"), SkipCounter()))
