@@ -57,6 +57,7 @@ def _load(path: Path, what: str, stage: str, model_class, device: str, is_expect
 
     _check_folder(path, what, stage)
     _check_kind(path, what, stage, is_expected, variant)
+    _check_written(path, stage)
     try:
         model = model_class(path).from_pretrained(path, local_files_only=True, use_safetensors=True)
         tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
@@ -65,7 +66,29 @@ def _load(path: Path, what: str, stage: str, model_class, device: str, is_expect
                           f"restore it (`dvc checkout`) or run `{stage}` again") from None
     except (OSError, ValueError) as exc:
         raise SampleError(f"{path}: cannot load the {what} ({_first_line(exc)})") from None
+    _check_finite(model, path, stage)
     return model.to(device).eval(), tokenizer
+
+
+def _check_written(path: Path, stage: str) -> None:
+    """The folder's files as the training stage wrote them (its manifest: sizes and hashes), so
+    bytes changed inside intact weights are named before they reach sampling as NaN."""
+    from eric.train.checkpoint import MANIFEST, verify_files
+
+    if (path / MANIFEST).is_file() and (problem := verify_files(path)):
+        raise SampleError(f"{path}: {problem} (damaged since it was saved); restore it (`dvc checkout`) "
+                          f"or run `{stage}` again")
+
+
+def _check_finite(model, path: Path, stage: str) -> None:
+    """A folder without a manifest (saved before there was one, or by other code): NaN or
+    infinite weights are named here rather than failing inside sampling."""
+    import torch
+
+    bad = [name for name, p in model.named_parameters() if p.is_floating_point() and not torch.isfinite(p).all()]
+    if bad:
+        raise SampleError(f"{path / 'model.safetensors'} holds NaN or infinite weights ({len(bad)} tensor(s), "
+                          f"first {bad[0]}); restore it (`dvc checkout`) or run `{stage}` again")
 
 
 def load_stage_one(model_dir: str | Path, device: str = "cpu", variant: str | None = None):

@@ -199,9 +199,15 @@ def write_manifest(folder: Path) -> None:
 
 def verify(folder: Path) -> str | None:
     """None when the checkpoint in `folder` is whole; else what is wrong with it, in words."""
-    manifest = folder / MANIFEST
-    if not (folder / STATE_FILE).is_file() or not manifest.is_file():
+    if not (folder / STATE_FILE).is_file() or not (folder / MANIFEST).is_file():
         return "incomplete (no trainer state or manifest)"
+    return verify_files(folder)
+
+
+def verify_files(folder: Path) -> str | None:
+    """None when every file `folder`'s manifest lists has the size and hash it was written
+    with (a checkpoint, or a saved model: save_pretrained_atomic writes one); else what differs."""
+    manifest = folder / MANIFEST
     try:
         files = json.loads(manifest.read_text())
     except ValueError:
@@ -244,6 +250,7 @@ def save_pretrained_atomic(module, out_dir: str | Path, rank: Rank, tokenizer=No
         module.save_pretrained(tmp, state_dict=state_dict)
         if tokenizer is not None:
             tokenizer.save_pretrained(tmp)
+        write_manifest(tmp)  # loading checks the weights against it (eric/generate/loading.py)
         shutil.rmtree(out_dir, ignore_errors=True)
         out_dir.parent.mkdir(parents=True, exist_ok=True)
         os.replace(tmp, out_dir)

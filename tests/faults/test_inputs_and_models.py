@@ -167,3 +167,43 @@ def test_a_corpus_through_a_pipe_loses_no_byte_and_a_silent_one_does_not_hang(wr
     monkeypatch.setattr(readers, "MAX_STREAM_BYTES", 1 << 20)
     with pytest.raises(CorpusError, match=r"/dev/zero: a stream of more than 1 MiB; give the corpus as a file"):
         list(readers.read_corpus("jsonl", Path("/dev/zero"), SkipCounter()))
+
+
+def _float_tensor_offset(weights: Path) -> int:
+    """Where the first float32 tensor's bytes start inside a safetensors file."""
+    import json
+
+    data = weights.read_bytes()
+    size = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8:8 + size])
+    start = min(entry["data_offsets"][0] for name, entry in header.items()
+                if name != "__metadata__" and entry["dtype"] == "F32")
+    return 8 + size + start
+
+
+def test_weights_changed_inside_an_intact_header_are_named_before_sampling(saved, tmp_path):
+    """Flipped weight bytes loaded fine and reached sampling as NaN ('probability tensor contains
+    either inf, nan'): the manifest a saved model carries names them; without one, NaN is named."""
+    import struct
+
+    from eric.train.checkpoint import MANIFEST, save_pretrained_atomic
+    from eric.train.runtime import Rank
+
+    model, tokenizer = load_stage_one(saved / "eric")
+    folder = save_pretrained_atomic(model, tmp_path / "eric", Rank(0, 1, 0), tokenizer)
+    assert (folder / MANIFEST).is_file()
+    assert load_stage_one(folder)[0].config.model_type == model.config.model_type  # as written: loads
+    weights = folder / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    at = _float_tensor_offset(weights)
+    data[at:at + 8] = bytes(b ^ 0x40 for b in data[at:at + 8])  # changed values, header intact
+    weights.write_bytes(bytes(data))
+    with pytest.raises(SampleError, match=r"model.safetensors differs from what was written \(damaged since it "
+                                          r"was saved\); restore it \(`dvc checkout`\)") as info:
+        load_stage_one(folder)
+    assert "\n" not in str(info.value)
+    (folder / MANIFEST).unlink()  # a folder saved without one: a NaN is still named
+    data[at:at + 4] = struct.pack("<f", float("nan"))
+    weights.write_bytes(bytes(data))
+    with pytest.raises(SampleError, match=r"model.safetensors holds NaN or infinite weights \(1 tensor\(s\), first "):
+        load_stage_one(folder)
