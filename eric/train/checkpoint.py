@@ -20,11 +20,14 @@ import json
 import os
 import shutil
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
 
+from eric.data.outdir import WRITE_FAILURES
 from eric.train.errors import TrainError
 from eric.train.runtime import Rank
 
@@ -152,17 +155,20 @@ class CheckpointManager:
         barrier()
 
     def save(self, engine, step: int, trainer_state: dict) -> Path:
-        """All ranks call this. Writes under .partial/, then renames into place."""
+        """All ranks call this. Writes under .partial/, then renames into place; a write that
+        cannot succeed (disk full) is a TrainError with the previous checkpoint kept."""
         tag = f"step{step:08d}"
         partial = self.root / PARTIAL
-        engine.save_checkpoint(str(partial), tag=tag, save_latest=False)
-        torch.save(rng_state(), partial / tag / f"rng_rank{self.rank.rank}.pt")
+        with _failed_write(partial, "the checkpoint", "the previous checkpoint is kept"):
+            engine.save_checkpoint(str(partial), tag=tag, save_latest=False)
+            torch.save(rng_state(), partial / tag / f"rng_rank{self.rank.rank}.pt")
         barrier()
         if self.rank.is_main:
             state = dict(trainer_state, tag=tag, fingerprint=self.fingerprint,
                          world_size=self.rank.world_size)
-            write_atomic(partial / tag / STATE_FILE, json.dumps(state))
-            write_manifest(partial / tag)  # last: what a later resume checks the files against
+            with _failed_write(partial, "the checkpoint", "the previous checkpoint is kept"):
+                write_atomic(partial / tag / STATE_FILE, json.dumps(state))
+                write_manifest(partial / tag)  # last: what a later resume checks the files against
             final = self.root / tag
             shutil.rmtree(final, ignore_errors=True)
             os.replace(partial / tag, final)
@@ -240,6 +246,19 @@ def full_precision_state_dict(module, engine=None) -> dict:
     return state
 
 
+@contextmanager
+def _failed_write(partial: Path, what: str, kept: str) -> Iterator[None]:
+    """A write that cannot succeed here (disk full, a file-size limit, a read-only file system)
+    as one line: the partial files removed, what was there before untouched."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno not in WRITE_FAILURES:
+            raise
+        shutil.rmtree(partial, ignore_errors=True)
+        raise TrainError(f"cannot write {what} ({exc.strerror or exc}); {kept}, the partial files removed") from None
+
+
 def save_pretrained_atomic(module, out_dir: str | Path, rank: Rank, tokenizer=None,
                            state_dict: dict | None = None) -> Path:
     """Final model (safetensors) + tokenizer in HF format, swapped in as a whole."""
@@ -247,10 +266,11 @@ def save_pretrained_atomic(module, out_dir: str | Path, rank: Rank, tokenizer=No
     if rank.is_main:
         tmp = out_dir.with_name(out_dir.name + ".partial")
         shutil.rmtree(tmp, ignore_errors=True)
-        module.save_pretrained(tmp, state_dict=state_dict)
-        if tokenizer is not None:
-            tokenizer.save_pretrained(tmp)
-        write_manifest(tmp)  # loading checks the weights against it (eric/generate/loading.py)
+        with _failed_write(tmp, f"the model to {out_dir}", "an earlier model there is unchanged"):
+            module.save_pretrained(tmp, state_dict=state_dict)
+            if tokenizer is not None:
+                tokenizer.save_pretrained(tmp)
+            write_manifest(tmp)  # loading checks the weights against it (eric/generate/loading.py)
         shutil.rmtree(out_dir, ignore_errors=True)
         out_dir.parent.mkdir(parents=True, exist_ok=True)
         os.replace(tmp, out_dir)

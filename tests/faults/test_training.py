@@ -82,3 +82,34 @@ def test_a_damaged_latest_checkpoint_is_skipped_for_the_newest_intact_one(tmp_pa
     assert f"checkpoint {root / 'step00000006'} is damaged; resuming from {root / 'step00000003'}" in err
     resumed = train_tiny(out, steps=6, checkpoint_every=3)  # a rerun resumes from step 3, not 6
     assert resumed["resumed_from"] == [3] and resumed["steps"] == 6
+
+
+def _full_disk(*args, **kwargs):
+    raise OSError(28, "No space left on device")
+
+
+def test_a_full_disk_during_a_checkpoint_or_the_final_save_is_one_line_and_keeps_the_earlier(tmp_path, monkeypatch):
+    """Each was an OSError traceback (the earlier model was kept even then)."""
+    from eric.generate.loading import load_stage_one
+    from eric.train.checkpoint import save_pretrained_atomic
+    from tests.generate.conftest import synthetic_rows, tiny_stage_one, tiny_tokenizer
+
+    tokenizer = tiny_tokenizer(synthetic_rows(8, seed=2))
+    model = tiny_stage_one(tokenizer, "eric")
+    out = save_pretrained_atomic(model, tmp_path / "eric", Rank(0, 1, 0), tokenizer)
+    before = sorted(p.name for p in out.iterdir())
+    monkeypatch.setattr(type(model), "save_pretrained", _full_disk)
+    with pytest.raises(TrainError, match=r"cannot write the model to .*eric \(No space left on device\); an earlier "
+                                         r"model there is unchanged, the partial files removed") as info:
+        save_pretrained_atomic(model, out, Rank(0, 1, 0), tokenizer)
+    assert "\n" not in str(info.value) and sorted(p.name for p in out.iterdir()) == before
+    assert not (tmp_path / "eric.partial").exists() and load_stage_one(out)[0] is not None
+
+    class FullEngine:
+        save_checkpoint = staticmethod(_full_disk)
+
+    manager = CheckpointManager(tmp_path / "ckpt", Rank(0, 1, 0))
+    with pytest.raises(TrainError, match=r"cannot write the checkpoint \(No space left on device\); the previous "
+                                         r"checkpoint is kept"):
+        manager.save(FullEngine(), 5, {"step": 5})
+    assert not (tmp_path / "ckpt" / ".partial").exists()
