@@ -250,7 +250,7 @@ def output_lock(target: Path) -> Iterator[None]:
 def _swap(new: Path, out: Path) -> None:
     """Put `new` in place of the non-empty folder `out`, then delete the old output."""
     if _exchange(new, out):
-        shutil.rmtree(new)  # `new` now holds the previous output
+        _remove_previous(new, out)  # `new` now holds the previous output
         return
     old = out.with_name(f".{out.name}.{os.getpid()}-{secrets.token_hex(4)}.old")
     out.rename(old)
@@ -259,7 +259,17 @@ def _swap(new: Path, out: Path) -> None:
     except OSError:
         old.rename(out)
         raise
-    shutil.rmtree(old)
+    _remove_previous(old, out)
+
+
+def _remove_previous(old: Path, out: Path) -> None:
+    """Delete the swapped-out previous output. The new one is already in place, so a failure
+    here (a read-only folder in it) is said, not an error: the run succeeded."""
+    try:
+        shutil.rmtree(old)
+    except OSError as exc:
+        print(f"out-dir {out}: the new output is in place, but the previous one could not be removed "
+              f"({exc.strerror or exc}); it is left at {old}", file=sys.stderr)
 
 
 def _exchange(a: Path, b: Path) -> bool:

@@ -252,3 +252,30 @@ def test_an_output_name_longer_than_the_file_system_allows_is_one_line(corpus, t
     texts = _generations(tmp_path)
     result = _evaluate(texts, long / "metrics.json")
     assert result.exit_code == 2 and "not a usable path (File name too long)" in result.output, result.output
+
+
+def test_a_previous_output_that_cannot_be_removed_does_not_turn_a_written_run_into_a_failure(
+        params_for, corpus, tmp_path, monkeypatch, capsys):
+    """With a read-only earlier output the run swapped the new one in, then failed deleting the
+    old one and said 'the previous output is unchanged' (rc 2): false on both counts."""
+    import shutil as shutil_module
+
+    import eric.data.outdir as outdir
+
+    run_preprocess(params_for(corpus, "wikiplots"), progress=False)
+    out = tmp_path / "out"
+    (out / "stats.json").write_text('{"earlier": true}')  # tells the earlier output from the new one
+    real_rmtree = shutil_module.rmtree
+
+    def read_only(path, *args, **kwargs):
+        if ".partial" in str(path) or ".old" in str(path):
+            if not kwargs.get("ignore_errors"):
+                raise PermissionError(13, "Permission denied", str(path))
+            return None
+        return real_rmtree(path, *args, **kwargs)
+
+    monkeypatch.setattr(outdir.shutil, "rmtree", read_only)
+    run_preprocess(params_for(corpus, "wikiplots"), progress=False)  # no error: the output is written
+    assert "earlier" not in (out / "stats.json").read_text()
+    assert "the new output is in place, but the previous one could not be removed (Permission denied)" in \
+        capsys.readouterr().err
