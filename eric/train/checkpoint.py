@@ -95,11 +95,18 @@ class CheckpointManager:
         self.rank = rank
         self.keep = max(1, keep)
         self.fingerprint = fingerprint
+        self._found: tuple[str | None] | None = None  # latest_tag's answer, checked once until a write
 
     # ---- reading -------------------------------------------------------------------
     def latest_tag(self) -> str | None:
         """The newest intact checkpoint: `latest` if its manifest checks, else the newest older
-        one that does (a checkpoint damaged on disk after its save is skipped, and said so)."""
+        one that does (a checkpoint damaged on disk after its save is skipped, and said so,
+        once: the files are hashed once per run, not at every question)."""
+        if self._found is None:
+            self._found = (self._newest_intact(),)
+        return self._found[0]
+
+    def _newest_intact(self) -> str | None:
         pointer = self.root / LATEST
         if not pointer.is_file():
             return None
@@ -109,10 +116,12 @@ class CheckpointManager:
             problem = verify(self.root / tag)
             if problem is None:
                 if tag != latest and self.rank.is_main:
-                    print(f"checkpoint {self.root / latest} is damaged; resuming from {self.root / tag}", file=sys.stderr)
+                    _say_once(f"checkpoint {self.root / latest} is damaged; resuming from {self.root / tag}")
                 return tag
             if self.rank.is_main and (self.root / tag).exists():
-                print(f"checkpoint {self.root / tag}: {problem}", file=sys.stderr)
+                _say_once(f"checkpoint {self.root / tag}: {problem}")
+        if self.rank.is_main:
+            _say_once(f"no intact checkpoint under {self.root}: training starts from step 0")
         return None
 
     def peek(self) -> dict | None:
@@ -175,6 +184,7 @@ class CheckpointManager:
             write_atomic(self.root / LATEST, tag)
             shutil.rmtree(partial, ignore_errors=True)  # DeepSpeed also drops a script there
             self._prune()
+        self._found = None
         barrier()
         return self.root / tag
 
@@ -184,6 +194,7 @@ class CheckpointManager:
             shutil.rmtree(self.root / old, ignore_errors=True)
 
     def clear(self) -> None:
+        self._found = None
         if self.rank.is_main:
             shutil.rmtree(self.root, ignore_errors=True)
 
@@ -244,6 +255,16 @@ def full_precision_state_dict(module, engine=None) -> dict:
             master[id(param)] = value.float().cpu() if value.is_floating_point() else value.cpu()
         state[name] = master[id(param)]
     return state
+
+
+_SAID: set[str] = set()
+
+
+def _say_once(message: str) -> None:
+    """A checkpoint problem on stderr once per process (the job and the trainer both ask)."""
+    if message not in _SAID:
+        _SAID.add(message)
+        print(message, file=sys.stderr)
 
 
 @contextmanager

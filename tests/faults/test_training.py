@@ -113,3 +113,17 @@ def test_a_full_disk_during_a_checkpoint_or_the_final_save_is_one_line_and_keeps
                                          r"checkpoint is kept"):
         manager.save(FullEngine(), 5, {"step": 5})
     assert not (tmp_path / "ckpt" / ".partial").exists()
+
+
+def test_a_damaged_checkpoint_is_named_once_and_the_restart_from_step_0_is_said(tmp_path, capsys):
+    """It was named three times (every question re-hashed it) and training restarted silently."""
+    root = tmp_path / "ckpt"
+    (root / "step00000005").mkdir(parents=True)  # no trainer state, no manifest: damaged
+    (root / "latest").write_text("step00000005")
+    for _ in range(2):  # the job's manager, then the trainer's
+        manager = CheckpointManager(root, Rank(0, 1, 0))
+        manager.prepare()
+        assert manager.load(engine=None) is None and manager.latest_tag() is None
+    err = capsys.readouterr().err
+    assert err.count(f"checkpoint {root / 'step00000005'}: incomplete (no trainer state or manifest)") == 1
+    assert err.count(f"no intact checkpoint under {root}: training starts from step 0") == 1
