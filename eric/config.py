@@ -7,6 +7,7 @@ Each section is its own small model so subsystems can evolve independently.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -529,9 +530,11 @@ def anchored_paths(params: Params, folder: Path) -> dict[str, str]:
 def load_params_here(path: str | Path, overrides: dict | None = None) -> Params:
     """`load_params` for a command run from any folder (`eric preprocess`, `eric sample`): the
     file's relative paths resolve against the file's own folder, never against the checkout
-    eric was installed from (an editable install's project root)."""
+    eric was installed from (an editable install's project root). A params file that is a
+    symlink anchors them where the link is, not where it points: another checkout's
+    params.yaml linked in must not send the outputs into that checkout."""
     first = load_params(path, overrides)
-    anchored = anchored_paths(first, Path(path).resolve().parent)
+    anchored = anchored_paths(first, Path(os.path.abspath(path)).parent)
     return load_params(path, {**(overrides or {}), **anchored}) if anchored else first
 
 

@@ -48,6 +48,22 @@ def test_a_relative_out_dir_writes_beside_the_params_file_not_into_the_installed
     assert f"wrote {other / 'data' / 'processed'}" in result.stdout  # says where it wrote
 
 
+def test_a_linked_params_file_writes_where_the_link_is_not_into_the_checkout_it_points_at(tmp_path, corpus,
+                                                                                          monkeypatch):
+    """The relative out-dir of a symlinked params.yaml resolved into the link target's checkout
+    and replaced that checkout's data/processed (at exit 0)."""
+    first, second = tmp_path / "first-checkout", tmp_path / "second-checkout"
+    for folder in (first, second):
+        folder.mkdir()
+    (first / "params.yaml").write_text(yaml.safe_dump({"corpus": {"path": "../plots.zip", "kind": "wikiplots"},
+                                                       "preprocess": {"out_dir": "data/processed"}}))
+    (second / "params.yaml").symlink_to(first / "params.yaml")
+    monkeypatch.chdir(second)
+    result = invoke("preprocess")
+    assert result.exit_code == 0, result.output
+    assert (second / "data" / "processed" / "stats.json").is_file() and not (first / "data").exists()
+
+
 def test_a_look_alike_out_dir_with_a_users_files_inside_is_refused(params_for, corpus, tmp_path):
     mine = tmp_path / "out"
     for stage in ("stage_one", "stage_two"):
