@@ -160,9 +160,16 @@ def close_run(uri, exp_id, run_id, variant_runs, checkout, params, metrics, repo
     return review.close_pipeline_run(uri, exp_id, run_id, variant_runs, checkout, params, metrics, report, ok)
 
 
-def mlflow_experiment(params: dict, overrides: dict[str, Any]) -> str:
-    """One MLflow experiment per corpus, as eric/tracking.py does for the stages."""
-    return str(overrides.get("corpus.name") or review.corpus_experiment(params))
+# profiles that check the wiring, not the model: their runs and registered models go to an
+# experiment of their own (`<corpus>-smoke`), never into the corpus's record or its "latest"
+SEPARATE_PROFILES = {"smoke"}
+
+
+def mlflow_experiment(params: dict, overrides: dict[str, Any], profile: str | None = None) -> str:
+    """One MLflow experiment per corpus, as eric/tracking.py does for the stages; a wiring
+    profile's runs go to `<corpus>-<profile>`."""
+    corpus = str(overrides.get("corpus.name") or review.corpus_experiment(params))
+    return f"{corpus}-{profile}" if profile in SEPARATE_PROFILES else corpus
 
 
 def stage_env(uri: str, experiment: str, parent_run: str, checkout: Path) -> dict[str, str]:
@@ -206,7 +213,7 @@ def pipeline(
     params = read_params(root)
     merged = gather_overrides(params, profile, overrides, variants, corpus, model_init)
     effective = effective_params(root, merged)
-    experiment = experiment or mlflow_experiment(params, merged)
+    experiment = experiment or mlflow_experiment(params, merged, profile)
     command = dvc_command(merged, exp_name, force)
     git = git_state(root)
     uri = tracking_uri(root)
@@ -224,7 +231,8 @@ def pipeline(
         **(tags or {}),
     }
     names = review.variant_names(effective, variants)
-    exp_id, run_id, variant_runs = open_run(uri, experiment, f"pipeline {flow_run.name}", tags, effective, names)
+    run_name = f"pipeline {profile + ' ' if profile else ''}{flow_run.name}"  # a smoke run says so in the list
+    exp_id, run_id, variant_runs = open_run(uri, experiment, run_name, tags, effective, names)
     report: dict[str, Any] = {"git": git, "command": tags["dvc.command"], "overrides": merged}
     checkout = make_checkout(root, str(flow_run.id), outside_paths(effective), dict(os.environ))
     env = stage_env(uri, experiment, run_id, checkout)

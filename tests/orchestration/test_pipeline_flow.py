@@ -112,6 +112,9 @@ def test_every_profile_file_is_a_flat_mapping_of_dotted_keys():
 def test_the_mlflow_experiment_is_the_corpus_name():
     assert mlflow_experiment(PARAMS, {}) == "wikiplots-mini"
     assert mlflow_experiment(PARAMS, {"corpus.name": "cnn"}) == "cnn"
+    # a smoke run (2 steps a model) keeps out of the corpus's record and its registry's "latest"
+    assert mlflow_experiment(PARAMS, {}, "smoke") == "wikiplots-mini-smoke"
+    assert mlflow_experiment(PARAMS, {}, "world") == "wikiplots-mini"  # a real profile stays in the record
 
 
 def test_command_line_arguments():

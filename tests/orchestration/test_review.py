@@ -174,7 +174,7 @@ def test_a_failed_execution_is_recorded_as_failed(store):
     assert child.info.status == "FAILED" and child.data.metrics == {}
 
 
-def test_compare_prints_table_two_of_the_latest_execution(store):
+def test_compare_prints_table_two_of_the_latest_execution(store, capsys):
     from compare import CompareError, render, select, variant_table
 
     uri = store
@@ -188,6 +188,8 @@ def test_compare_prints_table_two_of_the_latest_execution(store):
         }
         _execution(uri, "eric-compare", metrics)
     table = variant_table(uri, "eric-compare")
+    said = capsys.readouterr().err  # which execution the table is (a smoke run was shown unnamed)
+    assert said.startswith("eric-compare: pipeline run 'pipeline test' (") and "profile none" in said
     shown = select(table, everything=False)
     assert list(shown.columns) == ["B-1", "D-4", "States used", "Coherence", "Val LM loss", "Val total loss"]
     assert shown["B-1"].to_dict() == {"eric": 3.0, "no_states": 1.5}
