@@ -64,23 +64,24 @@ def variant_table(uri: str, experiment: str, parent: str | None = None, every: b
     if not every:
         parent = parent or _latest_pipeline(client, found.experiment_id)
         query += f" and tags.`mlflow.parentRunId` = '{parent}'"
-        print(_execution_line(client, experiment, parent), file=sys.stderr)
+        print(_execution_line(client, experiment, parent, uri), file=sys.stderr)
     runs = client.search_runs([found.experiment_id], query, order_by=["attributes.start_time DESC"], max_results=1000)
     if not runs:
         raise CompareError(f"no variant runs in {experiment!r}" + ("" if every else f" under pipeline run {parent}"))
     return _frame(runs, with_start=every, with_params=with_params)
 
 
-def _execution_line(client, experiment: str, parent: str) -> str:
-    """Which execution the table shows: its run name, id, start and profile (stderr, so the
-    table itself stays machine-readable)."""
+def _execution_line(client, experiment: str, parent: str, uri: str) -> str:
+    """Which execution the table shows, and from which store (the services' server or the
+    project's mlflow.db: `infra/services.sh env` switches): its run name, id, start and
+    profile (stderr, so the table itself stays machine-readable)."""
     import datetime as dt
 
     run = client.get_run(parent)
     started = dt.datetime.fromtimestamp(run.info.start_time / 1000, dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     profile = run.data.tags.get("eric.profile", "none")
-    return (f"{experiment}: pipeline run {run.info.run_name!r} ({parent}), started {started}, profile {profile}; "
-            "--run ID for another, --history for all")
+    return (f"{experiment} at {uri}: pipeline run {run.info.run_name!r} ({parent}), started {started}, "
+            f"profile {profile}; --run ID for another, --history for all")
 
 
 def _latest_pipeline(client, experiment_id: str) -> str:

@@ -188,8 +188,8 @@ def test_compare_prints_table_two_of_the_latest_execution(store, capsys):
         }
         _execution(uri, "eric-compare", metrics)
     table = variant_table(uri, "eric-compare")
-    said = capsys.readouterr().err  # which execution the table is (a smoke run was shown unnamed)
-    assert said.startswith("eric-compare: pipeline run 'pipeline test' (") and "profile none" in said
+    said = capsys.readouterr().err.splitlines()[-1]  # which execution the table is (a smoke run was shown unnamed)
+    assert said.startswith(f"eric-compare at {uri}: pipeline run 'pipeline test' (") and "profile none" in said
     shown = select(table, everything=False)
     assert list(shown.columns) == ["B-1", "D-4", "States used", "Coherence", "Val LM loss", "Val total loss"]
     assert shown["B-1"].to_dict() == {"eric": 3.0, "no_states": 1.5}
