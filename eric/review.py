@@ -129,15 +129,18 @@ def variant_params(params: Mapping[str, Any], variant: str) -> dict[str, str]:
 
 
 def open_pipeline_run(
-    uri: str, experiment: str, name: str, tags: Mapping[str, str], params: Mapping[str, Any], variants: list[str]
+    uri: str, experiment: str, name: str, tags: Mapping[str, str], params: Mapping[str, Any], variants: list[str],
+    start_time: int | None = None,
 ) -> tuple[str, str, dict[str, str]]:
     """Create the parent run and its variant runs (RUNNING) before DVC starts, so that
-    the stages nest under them; -> (experiment id, run id, {variant: run id})."""
+    the stages nest under them; -> (experiment id, run id, {variant: run id}). `start_time`
+    (ms): when the execution began, where the runs are made after it (a plain `dvc repro`)."""
     from mlflow import MlflowClient
 
     client = MlflowClient(uri)
     exp_id = experiment_id(client, experiment, uri)
-    run = client.create_run(exp_id, run_name=name, tags={"eric.role": "pipeline", "stage": "pipeline", **tags})
+    run = client.create_run(exp_id, run_name=name, tags={"eric.role": "pipeline", "stage": "pipeline", **tags},
+                            start_time=start_time)
     run_id = run.info.run_id
     inherited = {k: v for k, v in tags.items() if k in GIT_TAGS or k.startswith(("dvc.", "prefect."))}
     execution = f"{name}, {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC"  # the shared view's group label
@@ -147,7 +150,7 @@ def open_pipeline_run(
             **inherited, "mlflow.parentRunId": run_id, "eric.role": "variant", "eric.variant": variant,
             "variant": variant, "eric.pipeline_run_id": run_id, EXECUTION_TAG: execution,
         }  # fmt: skip
-        child = client.create_run(exp_id, run_name=variant, tags=child_tags)
+        child = client.create_run(exp_id, run_name=variant, tags=child_tags, start_time=start_time)
         _log(client, child.info.run_id, _params(variant_params(params, variant)))
         children[variant] = child.info.run_id
     return exp_id, run_id, children
@@ -355,26 +358,31 @@ def read_results(root: Path, params: Mapping[str, Any]) -> dict[str, dict]:
     return found
 
 
-def adopt_stage_runs(client, exp_id: str, pipeline_run: str, variant_runs: Mapping[str, str]) -> list[str]:
-    """Nest the stage runs that no execution holds yet (those of this `dvc repro`: the
-    latest per stage and variant) under the new pipeline run's variant runs, or under the
-    pipeline run for the shared stages; stages DVC skipped keep the execution that ran them."""
+def unclaimed_stage_runs(client, exp_id: str) -> list:
+    """The stage runs no execution holds yet (those of this `dvc repro`: the latest per stage
+    and variant); stages DVC skipped keep the execution that ran them."""
     runs = client.search_runs([exp_id], "tags.stage != 'pipeline'", order_by=["attributes.start_time DESC"],
                               max_results=2000)  # fmt: skip
-    adopted, seen = [], set()
+    found, seen = [], set()
     for run in runs:
         tags = run.data.tags
         key = (tags.get("stage"), tags.get("variant"))
         if key[0] not in STAGE_ROLES or key in seen:
             continue
         seen.add(key)
-        if tags.get("eric.pipeline_run_id"):
-            continue  # its execution recorded it (a deployment, or an earlier repro)
-        parent = variant_runs.get(key[1], pipeline_run)
+        if not tags.get("eric.pipeline_run_id"):  # else its execution recorded it (a deployment, an earlier repro)
+            found.append(run)
+    return found
+
+
+def adopt_stage_runs(client, runs: list, pipeline_run: str, variant_runs: Mapping[str, str]) -> list[str]:
+    """Nest `runs` (unclaimed_stage_runs) under the new pipeline run's variant runs, or under
+    the pipeline run for the shared stages."""
+    for run in runs:
+        parent = variant_runs.get(run.data.tags.get("variant"), pipeline_run)
         client.set_tag(run.info.run_id, "mlflow.parentRunId", parent)
         client.set_tag(run.info.run_id, "eric.pipeline_run_id", pipeline_run)
-        adopted.append(run.info.run_id)
-    return adopted
+    return [run.info.run_id for run in runs]
 
 
 def record_repro(root: Path, params: Mapping[str, Any], uri: str, git: Mapping[str, str]) -> dict[str, Any]:
@@ -392,8 +400,11 @@ def record_repro(root: Path, params: Mapping[str, Any], uri: str, git: Mapping[s
             "mlflow.source.name": command, "dvc.command": command,
             **({"dvc.experiment": dvc_experiment} if dvc_experiment else {})}  # fmt: skip
     name = f"pipeline {command} {dvc_experiment or commit[:7]}"
-    exp_id, run_id, variant_runs = open_pipeline_run(uri, experiment, name, tags, params, variants)
-    adopted = adopt_stage_runs(MlflowClient(uri), exp_id, run_id, variant_runs)
+    client = MlflowClient(uri)
+    stage_runs = unclaimed_stage_runs(client, experiment_id(client, experiment, uri))
+    began = min((run.info.start_time for run in stage_runs), default=None)  # the repro's, not this review's
+    exp_id, run_id, variant_runs = open_pipeline_run(uri, experiment, name, tags, params, variants, began)
+    adopted = adopt_stage_runs(client, stage_runs, run_id, variant_runs)
     summary = {"command": command, "git": dict(git), "adopted_stage_runs": adopted}
     close_pipeline_run(uri, exp_id, run_id, variant_runs, root, params, read_results(root, params), summary, ok=True)
     return {"experiment_id": exp_id, "run_id": run_id, "variant_runs": dict(variant_runs), "adopted": adopted}

@@ -293,6 +293,9 @@ def test_a_plain_repro_gets_the_pipeline_structure_and_nests_its_own_stage_runs(
                          stage_runs["train_mentions", "mentions"].run_id: first["run_id"],
                          stage_runs["report", "all"].run_id: first["run_id"]}
     assert "mlflow.parentRunId" not in client.get_run(old.run_id).data.tags  # superseded: not this repro's
+    # the pipeline run spans the repro (it began when this repro's first stage run began), not the review alone
+    assert pipeline.info.start_time == client.get_run(train.run_id).info.start_time
+    assert client.get_run(variants["eric"]).info.start_time == pipeline.info.start_time
     # MLflow's shared view `variants`: the variant runs, this execution expanded, the headline as columns
     import json
 
