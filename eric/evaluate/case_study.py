@@ -239,16 +239,19 @@ def case_rich(case: CaseView, name):
         parts.append(Panel("\n".join(f"{n}. {escape(u)}" for n, u in enumerate(case.reference, 1)),
                            title="human story", title_align="left"))
     for variant, units in case.variants.items():
-        grid = Table(title=name(variant), title_justify="left", show_lines=False, expand=True)
+        planned = any(_plan(u) for u in units)  # a variant without a planner or states has no plan column
+        title = name(variant) + ("" if planned else " (no planner, no states)")
+        grid = Table(title=title, title_justify="left", show_lines=False, expand=True)
         grid.add_column("#", justify="right", width=3)
         grid.add_column("unit", ratio=1)
-        grid.add_column("plan", no_wrap=True)
+        if planned:
+            grid.add_column("plan", no_wrap=True)
         if any(u.verdict for u in units):
             grid.add_column("checker")
         for n, unit in enumerate(units, 1):
             text = "".join(f"[bold yellow]{escape(t.strip())}[/][dim]{escape(tag)}[/] " if tag else escape(t)
                            for t, tag in unit.pieces)
-            row = [str(n), " ".join(text.split()), escape(_plan(unit))]
+            row = [str(n), " ".join(text.split()), *([escape(_plan(unit))] if planned else [])]
             if unit.verdict is not None:
                 color = {"parsed": "green", "unparsed": "dim"}.get(unit.verdict, "red")
                 row.append(f"[{color}]{escape(unit.verdict)}[/]")

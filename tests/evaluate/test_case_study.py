@@ -122,12 +122,15 @@ def _samples(path, rows):
 def test_eric_show_prints_one_input_with_each_files_story(tmp_path):
     a = _samples(tmp_path / "eric.parquet", [_row("s1"), _row("s2", final=FINAL.replace("Linda", "Cheryl"),
                                                                   stage_one=STAGE_ONE)])
-    b = _samples(tmp_path / "bart.parquet", [_row("s2", states=()), _row("s1", states=())])
+    b = _samples(tmp_path / "bart.parquet", [_row("s2", states=(), unit_entities=[]),
+                                             _row("s1", states=(), unit_entities=[])])
     result = CliRunner().invoke(app, ["show", str(a), str(b), "--index", "1", "--params", str(tmp_path / "none.yaml")],
                                 env={"COLUMNS": "160"})
     assert result.exit_code == 0, result.output
     assert "input s2" in result.output and "Cheryl<e1> leaves." in result.output and "BART" in result.output
     assert "p_n <e1>, s_n 17" in result.output and "A human unit." in result.output
+    assert "BART (no planner, no states)" in result.output  # not an empty plan column
+    assert result.output.count(" plan ") == 1  # ERIC's column only
 
 
 @pytest.mark.parametrize("args, message", [
