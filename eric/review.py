@@ -35,8 +35,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from eric.config import effective_recipe
-from eric.config import flatten
+from eric.config import VariantParams, effective_recipe, flatten
 from eric.tracking import experiment_id, param_text
 
 BATCH = 100  # MLflow takes at most 100 params per log_batch
@@ -201,13 +200,14 @@ def close_pipeline_run(
     finals = aligned(per_variant)
     curve_names = sorted({k for c in curves.values() for k in c})
     experiment = client.get_experiment(exp_id).name
+    mentions = log_mentions_model(client, run_id, checkout, params, experiment) if checkout is not None and ok else None
     for variant, child in variant_runs.items():
         history = curves[variant]
         steps = [m for k in curve_names for m in history.get(k, [])]
         steps += [_metric(k, math.nan, 0) for k in curve_names if k not in history]  # the same names everywhere
         _log(client, child, metrics=_metrics(finals[variant]) + steps)
         if checkout is not None and ok:
-            log_model(client, child, checkout, params, variant, experiment)
+            log_model(client, child, checkout, params, variant, experiment, mentions)
         client.set_terminated(child, "FINISHED" if ok else "FAILED")
     client.set_terminated(run_id, "FINISHED" if ok else "FAILED")
     share_variant_view(client, exp_id)
@@ -286,6 +286,13 @@ def _setting(params: Mapping[str, Any], dotted: str, default: str) -> str:
     return str(flatten(params).get(dotted) or default)
 
 
+def _two_stage(params: Mapping[str, Any], variant: str) -> bool:
+    """Whether the variant writes placeholders for the mention model (params.yaml's variant
+    entry as eric.config reads it: a variant without entities is one-stage)."""
+    spec = ((params.get("model") or {}).get("variants") or {}).get(variant)
+    return VariantParams.model_validate(spec).two_stage if isinstance(spec, Mapping) else True
+
+
 def log_report(client, run_id: str, checkout: Path, params: Mapping[str, Any], variants: list[str]) -> None:
     """The report (HTML, Markdown, plots), each variant's analysis (state explorer,
     CSVs) and samples, from the execution's checkout, as the pipeline run's artifacts."""
@@ -305,25 +312,49 @@ def registered_name(experiment: str, variant: str) -> str:
     return metric_name(f"{experiment}-{variant}").replace("/", "_").replace(":", "_")
 
 
-def log_model(client, run_id: str, checkout: Path, params: Mapping[str, Any], variant: str, experiment: str):
+def log_model(client, run_id: str, checkout: Path, params: Mapping[str, Any], variant: str, experiment: str,
+              mentions: str | None = None):
     """The variant's trained model (HF format) under model/, registered in the Model
-    Registry as `<experiment>-<variant>`, one version per execution."""
-    from mlflow.exceptions import MlflowException
-
+    Registry as `<experiment>-<variant>`, one version per execution; `mentions` (the mention
+    model's `models:/` URI) is tagged on a two-stage variant's version, so its final text can
+    be rebuilt from the registry alone."""
     folder = checkout / _setting(params, "train.out_dir", "models/stage_one") / variant
     if not folder.is_dir():
         return None
-    client.log_artifacts(run_id, str(folder), "model")
-    name = registered_name(experiment, variant)
+    tags = {"variant": variant, **({"mentions_model": mentions} if mentions and _two_stage(params, variant) else {})}
+    uri = _register(client, run_id, folder, "model", registered_name(experiment, variant),
+                    f"ERIC stage-one model, variant {variant}, corpus {experiment}", tags)
+    client.set_tag(run_id, "eric.registered_model", uri)
+    if "mentions_model" in tags:
+        client.set_tag(run_id, "eric.mentions_model", mentions)
+    return uri
+
+
+def log_mentions_model(client, run_id: str, checkout: Path, params: Mapping[str, Any], experiment: str) -> str | None:
+    """The mention writer (stage two, shared by every two-stage variant) under mentions_model/
+    of the pipeline run, registered as `<experiment>-mentions`; its `models:/` URI, or None."""
+    folder = checkout / _setting(params, "mentions.out_dir", "models/mentions")
+    if not folder.is_dir():
+        return None
+    uri = _register(client, run_id, folder, "mentions_model", registered_name(experiment, "mentions"),
+                    f"ERIC mention writer (stage two), corpus {experiment}", {"stage": "train_mentions"})
+    client.set_tag(run_id, "eric.mentions_model", uri)
+    return uri
+
+
+def _register(client, run_id: str, folder: Path, artifact: str, name: str, description: str, tags: dict) -> str:
+    """`folder` logged under `artifact`/ of the run and registered as a new version of `name`."""
+    from mlflow.exceptions import MlflowException
+
+    client.log_artifacts(run_id, str(folder), artifact)
     try:
-        client.create_registered_model(name, description=f"ERIC stage-one model, variant {variant}, corpus {experiment}")
+        client.create_registered_model(name, description=description)
     except MlflowException as exc:
         if exc.error_code != "RESOURCE_ALREADY_EXISTS":
             raise
-    source = f"{client.get_run(run_id).info.artifact_uri}/model"
-    version = client.create_model_version(name, source, run_id=run_id, tags={"variant": variant})
-    client.set_tag(run_id, "eric.registered_model", f"models:/{name}/{version.version}")
-    return version
+    source = f"{client.get_run(run_id).info.artifact_uri}/{artifact}"
+    version = client.create_model_version(name, source, run_id=run_id, tags=tags)
+    return f"models:/{name}/{version.version}"
 
 
 # ---------------------------------------------------------------- after a plain `dvc repro`

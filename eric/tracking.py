@@ -93,12 +93,13 @@ def experiment_id(client, name: str, uri: str | None = None) -> str:
     return found.experiment_id
 
 
-def pipeline_parent(client, variant: str) -> tuple[str | None, dict[str, str]]:
-    """Where a stage run of `variant` nests in this execution, and the tags it inherits:
-    (parent run id, tags), or (None, {}) outside a pipeline execution."""
+def pipeline_parent(client, variant: str) -> tuple[str | None, dict[str, str], str | None]:
+    """Where a stage run of `variant` nests in this execution, the tags it inherits and the
+    execution's experiment id (a smoke run's or a study's, not the corpus's): (parent run id,
+    tags, experiment id), or (None, {}, None) outside a pipeline execution."""
     pipeline = os.environ.get(PARENT_ENV)
     if not pipeline:
-        return None, {}
+        return None, {}, None
     try:
         run = client.get_run(pipeline)
     except Exception as exc:
@@ -111,7 +112,7 @@ def pipeline_parent(client, variant: str) -> tuple[str | None, dict[str, str]]:
                       f"and tags.`eric.variant` = '{variant}'",
         max_results=1,
     )
-    return (found[0].info.run_id if found else pipeline), inherited
+    return (found[0].info.run_id if found else pipeline), inherited, run.info.experiment_id
 
 
 class RunTracker:
@@ -174,14 +175,14 @@ def start_run(experiment: str, *, stage: str, variant: str, params: dict | None 
     if run_id is not None and _run_exists(client, run_id):
         client.update_run(run_id, status="RUNNING")
         return RunTracker(client, run_id)
-    parent, inherited = pipeline_parent(client, variant)
+    parent, inherited, execution_experiment = pipeline_parent(client, variant)
     git = git_state()
     all_tags = {"stage": stage, "variant": variant, "corpus": experiment, **git,
                 "mlflow.source.git.commit": git["git_commit"], **inherited, **(tags or {})}
     if parent:
         all_tags["mlflow.parentRunId"] = parent  # MLflow's own nesting
-    run = client.create_run(experiment_id(client, experiment), run_name=f"{stage}/{variant}",
-                            tags={k: str(v) for k, v in all_tags.items()})
+    where = execution_experiment or experiment_id(client, experiment)  # nested runs live beside their parent
+    run = client.create_run(where, run_name=f"{stage}/{variant}", tags={k: str(v) for k, v in all_tags.items()})
     tracker = RunTracker(client, run.info.run_id)
     if params:
         tracker.log_params(params)
@@ -200,14 +201,17 @@ def find_run(experiment: str, *, stage: str, variant: str) -> str | None:
     """The latest run id of a stage and variant (for stages that log into it later);
     inside a pipeline execution, only that execution's runs count."""
     client = _client()
-    found = client.get_experiment_by_name(experiment)
-    if found is None:
-        return None
     query = f"tags.stage = '{stage}' and tags.variant = '{variant}'"
-    if os.environ.get(PARENT_ENV):
-        query += f" and tags.`{PIPELINE_TAG}` = '{os.environ[PARENT_ENV]}'"
+    if pipeline := os.environ.get(PARENT_ENV):  # the execution's runs, in its experiment
+        query += f" and tags.`{PIPELINE_TAG}` = '{pipeline}'"
+        where = client.get_run(pipeline).info.experiment_id
+    else:
+        found = client.get_experiment_by_name(experiment)
+        if found is None:
+            return None
+        where = found.experiment_id
     runs = client.search_runs(
-        [found.experiment_id],
+        [where],
         filter_string=query,
         order_by=["attributes.start_time DESC"], max_results=1,
     )

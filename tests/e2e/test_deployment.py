@@ -120,7 +120,9 @@ def test_kubernetes_work_pool_template_registers_on_the_server(deployed):
 
 
 def corpus_experiment(root) -> str:
-    return yaml.safe_load((root / "params.yaml").read_text())["corpus"]["name"]
+    """Where the deployment's smoke run records: the smoke profile's own experiment, never the
+    corpus's record (flows/pipeline.py SEPARATE_PROFILES)."""
+    return yaml.safe_load((root / "params.yaml").read_text())["corpus"]["name"] + "-smoke"
 
 
 def test_mlflow_has_the_pipeline_run_and_every_variant(deployed):

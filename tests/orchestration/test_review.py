@@ -110,6 +110,8 @@ def test_one_parent_run_and_one_child_per_variant(store, tmp_path):
     (checkout / "reports" / "results.html").write_text("<h1>results</h1>")
     (checkout / "models" / "stage_one" / "eric").mkdir(parents=True)
     (checkout / "models" / "stage_one" / "eric" / "config.json").write_text("{}")
+    (checkout / "models" / "mentions").mkdir(parents=True)
+    (checkout / "models" / "mentions" / "config.json").write_text("{}")
     exp_id, run_id, children = _execution(uri, "eric", METRICS, checkout=checkout)
 
     client = MlflowClient(uri)
@@ -120,7 +122,7 @@ def test_one_parent_run_and_one_child_per_variant(store, tmp_path):
     assert parent.data.params["corpus.path"] == "x.zip"
     assert parent.data.params["variants"] == "['eric', 'no_states']"
     assert parent.data.metrics == {"stats.examples_out": 40.0, "stats.train.examples": 35.0}
-    assert {a.path for a in client.list_artifacts(run_id)} == {"pipeline_report.json", "report"}
+    assert {a.path for a in client.list_artifacts(run_id)} == {"pipeline_report.json", "report", "mentions_model"}
     assert [a.path for a in client.list_artifacts(run_id, "report")] == ["report/results.html"]
 
     assert set(children) == {"eric", "no_states"}
@@ -138,6 +140,11 @@ def test_one_parent_run_and_one_child_per_variant(store, tmp_path):
     (version,) = client.search_model_versions("name = 'eric-eric'")
     assert version.run_id == children["eric"] and eric.data.tags["eric.registered_model"] == "models:/eric-eric/1"
     assert [a.path for a in client.list_artifacts(children["eric"], "model")] == ["model/config.json"]
+    # the mention writer beside it (was not registered: ERIC's final text could not be rebuilt from the registry)
+    (mentions,) = client.search_model_versions("name = 'eric-mentions'")
+    assert mentions.run_id == run_id and client.get_run(run_id).data.tags["eric.mentions_model"] == "models:/eric-mentions/1"
+    assert version.tags["mentions_model"] == "models:/eric-mentions/1"
+    assert eric.data.tags["eric.mentions_model"] == "models:/eric-mentions/1"
 
 
 def test_a_stage_run_nests_under_its_variant_and_its_curves_reach_the_variant_run(store, monkeypatch):
@@ -163,6 +170,23 @@ def test_a_stage_run_nests_under_its_variant_and_its_curves_reach_the_variant_ru
     assert nested["git_commit"] == "abc123" and nested["git_dirty"] == "false"  # the execution's, not the checkout's
     assert client.get_run(mentions.run_id).data.tags["mlflow.parentRunId"] == run_id
     assert [(m.step, m.value) for m in client.get_metric_history(runs["eric"], "curve.train_loss")] == [(1, 3.0), (2, 2.5)]
+
+
+def test_the_stage_runs_of_an_execution_in_its_own_experiment_stay_beside_it(store, monkeypatch):
+    """A smoke run (or a study) records into an experiment of its own: its stages, which name
+    the corpus, must neither land in the corpus's experiment nor be missed by find_run."""
+    from eric import tracking
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", store)
+    tags = {"git_commit": "abc123", "git_dirty": "false"}
+    exp_id, run_id, runs = open_pipeline_run(store, "corpus-smoke", "pipeline smoke x", tags, PARAMS, ["eric"])
+    monkeypatch.setenv("ERIC_PARENT_RUN_ID", run_id)
+    train = tracking.start_run("corpus", stage="train_stage_one", variant="eric")
+    train.finish()
+    client = MlflowClient(store)
+    assert client.get_run(train.run_id).info.experiment_id == exp_id
+    assert client.get_experiment_by_name("corpus") is None  # the corpus's record untouched
+    assert tracking.find_run("corpus", stage="train_stage_one", variant="eric") == train.run_id
 
 
 def test_a_failed_execution_is_recorded_as_failed(store):
