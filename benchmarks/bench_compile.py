@@ -33,11 +33,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_model import bart_config, eric_config, synthetic_batch  # noqa: E402
+from gpu_check import BART_KEYS  # noqa: E402
 from record import OUTPUTS, record  # noqa: E402
 
 from eric.train.engine import compile_in_place, symbolic_shapes  # noqa: E402
-
-BART_KEYS = ("input_ids", "attention_mask", "labels")
 
 
 def shapes(budget: int, n: int, source: int = 64) -> list[tuple[int, int, int]]:

@@ -55,7 +55,7 @@ from transformers import BartForConditionalGeneration
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_model import bart_config  # noqa: E402
-from gpu_check import peak_gib, peak_tflops, reset_peak, synchronize  # noqa: E402
+from gpu_check import BART_KEYS, peak_gib, peak_tflops, reset_peak, synchronize  # noqa: E402
 from op_count import OpCounter  # noqa: E402
 
 from eric.config import ModelParams  # noqa: E402
@@ -67,7 +67,6 @@ from eric.train.data_order import token_budget_batches  # noqa: E402
 from eric.train.engine import build_optimizer, compile_in_place, symbolic_shapes  # noqa: E402
 from eric.train.runtime import avoid_per_shape_attention_plans, device_kind  # noqa: E402
 
-BART_KEYS = ("input_ids", "attention_mask", "labels")
 
 
 def encode_split(split: Path, tokenizer, max_source: int, max_target: int, limit: int | None) -> list:
