@@ -64,15 +64,16 @@ from eric.data.tokenizer import load_tokenizer, special_token_ids  # noqa: E402
 from eric.model import EricForConditionalGeneration  # noqa: E402
 from eric.model.variants import build_config  # noqa: E402
 from eric.train.data_order import token_budget_batches  # noqa: E402
-from eric.train.engine import build_optimizer, compile_in_place, symbolic_shapes  # noqa: E402
+from eric.train.engine import COMPILED_PAD_MULTIPLE, build_optimizer, compile_in_place, symbolic_shapes  # noqa: E402
 from eric.train.runtime import avoid_per_shape_attention_plans, device_kind  # noqa: E402
 
 
 
-def encode_split(split: Path, tokenizer, max_source: int, max_target: int, limit: int | None) -> list:
+def encode_split(split: Path, tokenizer, max_source: int, max_target: int, limit: int | None,
+                 pad_multiple: int = 1) -> list:
     """The split's rows as the collator encodes them (EncodedRow), in file order."""
     rows = pq.read_table(split).to_pylist()[:limit]
-    collator = StageOneCollator(tokenizer, max_source, max_target)
+    collator = StageOneCollator(tokenizer, max_source, max_target, pad_multiple=pad_multiple)
     return [collator.encode(row) for row in rows], collator
 
 
@@ -102,22 +103,6 @@ def build(name: str, size: str, vocab: int, ids) -> torch.nn.Module:
 def to_device(batch: dict, name: str) -> dict:
     keys = BART_KEYS if name == "bart" else batch
     return {k: batch[k].to(device_kind(), non_blocking=True) for k in keys}
-
-
-def pad_to_multiple(batch: dict, multiple: int, pad_id: int) -> dict:
-    """Source and target padded to a multiple of `multiple` tokens: fewer distinct shapes for
-    the kernels that plan per shape (cuDNN attention, compiled graphs)."""
-    fill = {"input_ids": pad_id, "attention_mask": 0, "labels": -100}
-    out = dict(batch)
-    for key, value in fill.items():
-        extra = -batch[key].shape[1] % multiple
-        out[key] = torch.nn.functional.pad(batch[key], (0, extra), value=value)
-    return out
-
-
-def padded(collator, rows: list, multiple: int) -> dict:
-    batch = collator.pad(rows)
-    return pad_to_multiple(batch, multiple, collator.ids.pad) if multiple > 1 else batch
 
 
 def micro_flops(model, batch: dict, bf16: bool) -> Counter:
@@ -167,7 +152,7 @@ def graphs_compiled() -> int:
 def run_mode(name: str, mode: str, steps: list, collator, encoded: list, args, bf16: bool) -> dict:
     model = build(name, args.size, args.vocab, collator.ids).to(device_kind()).train()
     optimizer, _ = build_optimizer(model, 1e-4, 0.0, total_steps=len(steps))
-    batches = [[to_device(padded(collator, [encoded[i] for i in micro], args.pad_multiple), name) for micro in step]
+    batches = [[to_device(collator.pad([encoded[i] for i in micro]), name) for micro in step]
                for step in steps]
     result = {}
     if mode == "eager":
@@ -221,7 +206,7 @@ def check(name: str, mode: str, args, collator, encoded, steps, bf16: bool, figu
     result, model = run_mode(name, mode, steps, collator, encoded, args, bf16)
     if "step_flops" not in results:  # counted on the module as built: compiling changes no arithmetic
         timed = steps[args.warmup:] or steps
-        results.update(step_flops(model, [[to_device(padded(collator, [encoded[i] for i in micro], args.pad_multiple),
+        results.update(step_flops(model, [[to_device(collator.pad([encoded[i] for i in micro]),
                                                      name) for micro in step] for step in timed], bf16))
         results["params_m"] = sum(p.numel() for p in model.parameters()) / 1e6
     add_mfu(result, results["step_flops"], int(results["params_m"] * 1e6), figures["meta"]["peak_tflops"])
@@ -301,7 +286,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--rows", type=int, default=None, help="read only the split's first rows")
     parser.add_argument("--micro-tokens", type=int, default=16384, help="padded tokens per micro-batch, at most")
     parser.add_argument("--accum", type=int, default=2, help="micro-batches per optimizer step")
-    parser.add_argument("--pad-multiple", type=int, default=1, help="pad lengths to a multiple of this")
+    parser.add_argument("--pad-multiple", type=int, default=COMPILED_PAD_MULTIPLE,
+                        help="pad source, target and unit counts to a multiple of this (compiled training's)")
     parser.add_argument("--cudnn-attention", action="store_true",
                         help="let SDPA use cuDNN's kernels (the Trainer keeps it off: a plan per new shape)")
     parser.add_argument("--steps", type=int, default=12)
@@ -319,7 +305,8 @@ def main(argv: list[str] | None = None) -> dict:
     if not args.cudnn_attention:
         avoid_per_shape_attention_plans()
     tokenizer = load_tokenizer(args.tokenizer)
-    encoded, collator = encode_split(args.split, tokenizer, args.max_source, args.max_target, args.rows)
+    encoded, collator = encode_split(args.split, tokenizer, args.max_source, args.max_target, args.rows,
+                                     args.pad_multiple)
     steps = steps_of(token_batches(encoded, args.micro_tokens), args.accum, args.steps)
     figures = {"meta": {"device": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu",
                         "size": args.size, "micro_tokens": args.micro_tokens, "accum": args.accum,

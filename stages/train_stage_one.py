@@ -38,6 +38,7 @@ def prepare(params: Params, variant: str) -> TrainingJob:
     from eric.data.one_stage import one_stage_row
     from eric.data.tokenizer import load_tokenizer
     from eric.model.variants import build_model, resolve_variant
+    from eric.train.engine import COMPILED_PAD_MULTIPLE
 
     m, t = params.model, params.train
     data = resolve_path(params.preprocess.out_dir) / "stage_one"
@@ -69,7 +70,8 @@ def prepare(params: Params, variant: str) -> TrainingJob:
         raise TrainError(str(exc)) from None
     # extras: a baseline's own batch inputs (training-split statistics counted once, e.g. PlanAhead's IDF)
     collator = StageOneCollator.for_training(tokenizer, m, params.seed,
-                                             extras=architecture.collator_extras(model.config, tokenizer, train))
+                                             extras=architecture.collator_extras(model.config, tokenizer, train),
+                                             pad_multiple=COMPILED_PAD_MULTIPLE if t.compile else 1)
     model_params = m.model_dump(exclude={"variants"}) | {"switches": resolved.spec.model_dump()}
     return TrainingJob(
         stage="train_stage_one", variant=variant, params=params,

@@ -12,6 +12,11 @@ distinct ones (paper) or over occurrences (`entity_choice="occurrence"`, the cod
 The draw is seeded per (seed, epoch, row id), so it does not depend on batching or
 workers; call `set_epoch` to redraw each epoch.
 
+`pad_multiple` rounds every padded width (source, target, units) up to a multiple of it: a
+compiled forward on CUDA then sees lengths its kernels' alignment checks always accept, so
+one graph serves every batch (docs/gpu.md); the padding is the ordinary kind (masked,
+-100, no unit), so the loss is the same.
+
 Truncation drops whole trailing units, so every kept unit is complete and its
 entity list still holds; only a first unit longer than the budget is cut, and then
 p_n is drawn among the placeholders that survived the cut.
@@ -53,7 +58,10 @@ class StageOneCollator:
         hard_negatives: bool = False,
         seed: int = 42,
         extras: Callable[[list[dict], dict], dict] | None = None,
+        pad_multiple: int = 1,
     ):
+        if pad_multiple < 1:
+            raise ValueError(f"pad_multiple must be at least 1, got {pad_multiple}")
         if entity_choice not in ("uniform", "occurrence"):
             raise ValueError(f"entity_choice must be 'uniform' or 'occurrence', got {entity_choice!r}")
         if max_target_length < 4:
@@ -66,18 +74,20 @@ class StageOneCollator:
         self.hard_negatives = hard_negatives
         self.seed = seed
         self.extras = extras
+        self.pad_multiple = pad_multiple
         self.epoch = 0
         self.entity_class = {token: i + 1 for i, token in enumerate(self.ids.entities)}
 
     @classmethod
     def for_training(cls, tokenizer: PreTrainedTokenizerBase, model, seed: int,
-                     extras: Callable[[list[dict], dict], dict] | None = None) -> "StageOneCollator":
+                     extras: Callable[[list[dict], dict], dict] | None = None,
+                     pad_multiple: int = 1) -> "StageOneCollator":
         """The training stage's collator for `model` (params' ModelParams): its lengths, entity
         draws and hard negatives, so whatever must see the training loop's very batches (the
         EntityWorld oracle line, the probes) builds the same one."""
         return cls(tokenizer, max_source_length=model.max_source_length, max_target_length=model.max_target_length,
                    max_entities=model.max_entities, entity_choice=model.entity_choice,
-                   hard_negatives=model.hard_negatives, seed=seed, extras=extras)
+                   hard_negatives=model.hard_negatives, seed=seed, extras=extras, pad_multiple=pad_multiple)
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
@@ -157,22 +167,23 @@ class StageOneCollator:
         return cls, position, negative
 
     def pad(self, encoded: list[EncodedRow]) -> dict[str, torch.Tensor]:
-        pad = self.ids.pad
+        pad, multiple = self.ids.pad, self.pad_multiple
         batch = {
-            "input_ids": _pad([e.source for e in encoded], pad),
-            "labels": _pad([e.labels for e in encoded], IGNORE),
-            "entity_ids": _pad([e.entity_ids for e in encoded], NO_UNIT),
-            "entity_positions": _pad([e.entity_positions for e in encoded], -1),
+            "input_ids": _pad([e.source for e in encoded], pad, multiple),
+            "labels": _pad([e.labels for e in encoded], IGNORE, multiple),
+            "entity_ids": _pad([e.entity_ids for e in encoded], NO_UNIT, multiple),
+            "entity_positions": _pad([e.entity_positions for e in encoded], -1, multiple),
         }
         batch["attention_mask"] = (batch["input_ids"] != pad).long()
         if self.hard_negatives:
-            batch["hard_negative_positions"] = _pad([e.hard_negative_positions for e in encoded], -1)
+            batch["hard_negative_positions"] = _pad([e.hard_negative_positions for e in encoded], -1, multiple)
         return batch
 
 
-def _pad(rows: list[list[int]], value: int) -> torch.Tensor:
-    width = max((len(r) for r in rows), default=0)
-    out = torch.full((len(rows), max(width, 1)), value, dtype=torch.long)
+def _pad(rows: list[list[int]], value: int, multiple: int = 1) -> torch.Tensor:
+    width = max(max((len(r) for r in rows), default=0), 1)
+    width = -(-width // multiple) * multiple
+    out = torch.full((len(rows), width), value, dtype=torch.long)
     for i, r in enumerate(rows):
         out[i, : len(r)] = torch.tensor(r, dtype=torch.long)
     return out

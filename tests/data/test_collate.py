@@ -152,3 +152,31 @@ def test_collated_batch_trains_the_model(tokenizer):
     out.loss.backward()
     assert torch.isfinite(out.loss) and out.contrastive_loss is not None
     assert torch.equal(out.state_ids >= 0, batch["entity_ids"] > 0)
+
+
+def test_widths_padded_to_a_multiple_change_no_loss(tokenizer):
+    """Compiled training pads source, target and unit counts to a multiple of 8 (one graph
+    on CUDA): the padding is the ordinary kind, so every loss term is the unpadded one."""
+    from eric.model import EricConfig, EricForConditionalGeneration
+
+    ids = special_token_ids(tokenizer, 5)
+    torch.manual_seed(0)
+    model = EricForConditionalGeneration(EricConfig(
+        vocab_size=len(tokenizer), d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+        decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32, max_position_embeddings=256,
+        num_states=8, state_dim=8, max_entities=5, sent_token_id=ids.sent, entity_token_ids=ids.entities,
+        hard_negatives=True)).eval()
+    rows = [row(), row(UNITS[1:], rid="s1", source="Short.")]
+    plain = collator(tokenizer, hard_negatives=True)(rows)
+    padded = collator(tokenizer, hard_negatives=True, pad_multiple=8)(rows)
+    assert all(v.shape[1] % 8 == 0 for v in padded.values())
+    assert any(v.shape[1] != plain[k].shape[1] for k, v in padded.items())  # something was padded
+    for key, value in plain.items():  # the same rows, widened
+        assert torch.equal(padded[key][:, :value.shape[1]], value)
+    with torch.no_grad():
+        a, b = model(**plain), model(**padded)
+    for term in ("loss", "lm_loss", "entity_loss", "contrastive_loss"):
+        assert torch.allclose(getattr(a, term), getattr(b, term), rtol=1e-5, atol=1e-6), term
+    assert torch.equal(a.state_ids, b.state_ids[:, :a.state_ids.shape[1]])
+    with pytest.raises(ValueError, match="pad_multiple"):
+        collator(tokenizer, pad_multiple=0)
