@@ -111,7 +111,8 @@ def _gpu_train_rows(path: Path, record: dict, meta: dict) -> list[list[str]]:
                 continue
             run = f"`{path.stem.removeprefix('gpu_train_')}`"
             if "status" in r:  # stopped at the compile cap, or failed
-                rows.append([run, setup, model, mode, r["status"], *[NONE] * 9])
+                cap = f" within {r['compile_cap_s']:.0f} s" if "compile_cap_s" in r else ""
+                rows.append([run, setup, model, mode, r["status"] + cap, *[NONE] * 9])
                 continue
             bart = (results.get("bart") or {}).get(mode) or {}
             ratio = r["tokens_per_s"] / bart["tokens_per_s"] if model == "eric" and bart.get("tokens_per_s") else None

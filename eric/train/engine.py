@@ -77,12 +77,8 @@ def initialize(model: torch.nn.Module, ds_config: dict, *, lr: float, weight_dec
 
 # compiled training pads every batch width to a multiple of this (the collator's pad_multiple):
 # on CUDA, inductor guards on whether an SDPA mask's strides are multiples of 8, so lengths
-# that are sometimes aligned and sometimes not would cost a second and third graph
+# that are sometimes aligned and sometimes not would cost a second and third graph (docs/gpu.md)
 COMPILED_PAD_MULTIPLE = 8
-# inductor options of a compiled training step: no pad_mm pass. It pads only static matrix
-# sizes, and torch 2.11 decides whether to from the symbolic ones, guarding on them
-# (`batch x units <= 768`, seen on an H200): a recompile whenever a batch crosses that line
-INDUCTOR_OPTIONS = {"shape_padding": False}
 
 
 def compile_in_place(model: torch.nn.Module, backend: str | Callable = "inductor") -> None:
@@ -90,7 +86,7 @@ def compile_in_place(model: torch.nn.Module, backend: str | Callable = "inductor
     parameter names, so checkpoints and `save_pretrained` are unchanged. Feed it batches
     padded to COMPILED_PAD_MULTIPLE through `symbolic_shapes`, or new shapes cost compiles
     (docs/gpu.md)."""
-    model.compile(backend=backend, options=INDUCTOR_OPTIONS if backend == "inductor" else None)
+    model.compile(backend=backend)
 
 
 def symbolic_shapes(batch: dict) -> dict:
