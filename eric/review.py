@@ -48,6 +48,7 @@ VARIANT_PARAMS = (
     "sample.num_inputs", "evaluate.mauve", "seed",
 )
 EXECUTION_TAG = "eric.execution"  # on variant runs: their pipeline run's name and start
+VARIANT_TAG = "eric.variant"  # on variant runs: the variant's name (the shared view's groups)
 RANDOM_STATES = " (random states)"  # the evaluate stage's label of the random-state coherence
 
 
@@ -146,7 +147,7 @@ def open_pipeline_run(
     children = {}
     for variant in variants:
         child_tags = {
-            **inherited, "mlflow.parentRunId": run_id, "eric.role": "variant", "eric.variant": variant,
+            **inherited, "mlflow.parentRunId": run_id, "eric.role": "variant", VARIANT_TAG: variant,
             "variant": variant, "eric.pipeline_run_id": run_id, EXECUTION_TAG: execution,
         }  # fmt: skip
         child = client.create_run(exp_id, run_name=variant, tags=child_tags, start_time=start_time)
@@ -220,18 +221,21 @@ VIEW_PARAMS = ("model.state_attention", "model.state", "model.entity", "model.si
 
 def share_variant_view(client, exp_id: str) -> None:
     """The runs table a reviewer wants first, saved as MLflow's shared view `variants`:
-    the variant runs grouped by execution (newest first, rows side by side rather than
-    folded under their pipeline run), the headline figures and the switches as columns
-    (MLflow otherwise opens with no metric column and about 150 to tick)."""
+    the variant runs grouped by variant, each execution's run a row of its group (newest
+    first, its execution a column), the headline figures and the switches as columns (MLflow
+    otherwise opens with no metric column and about 150 to tick). A group's summary row is
+    MLflow's average over the group's runs: grouped by variant it is one variant's mean over
+    executions (seeds, reruns), never ERIC averaged with BART, as grouping by execution made it."""
     import json
 
     from eric.evaluate.headline import HEADLINE_NAMES
 
-    columns = [f"metrics.`headline.{name}`" for name in HEADLINE_NAMES]
+    columns = [f"tags.`{EXECUTION_TAG}`", *(f"metrics.`headline.{name}`" for name in HEADLINE_NAMES)]
     columns += [f"params.`{name}`" for name in VIEW_PARAMS]
+    group = [{"mode": "tag", "groupByData": VARIANT_TAG}]
     state = {"searchFilter": "tags.`eric.role` = 'variant'", "orderByKey": "attributes.start_time",
              "orderByAsc": False, "selectedColumns": columns, "columnOrder": columns,
-             "groupBy": {"aggregateFunction": "average", "groupByKeys": [{"mode": "tag", "groupByData": EXECUTION_TAG}]}}
+             "groupBy": {"aggregateFunction": "average", "groupByKeys": group}}
     client.set_experiment_tag(exp_id, f"mlflow.sharedViewState.{VIEW_KEY}", json.dumps(state))
 
 
@@ -306,6 +310,21 @@ def log_report(client, run_id: str, checkout: Path, params: Mapping[str, Any], v
             client.log_artifacts(run_id, str(analysis / variant), f"analysis/{variant}")
         if (samples / f"{variant}.parquet").is_file():
             client.log_artifact(run_id, str(samples / f"{variant}.parquet"), "samples")
+            log_preview(client, run_id, samples / f"{variant}.parquet", variant)
+
+
+def log_preview(client, run_id: str, samples: Path, variant: str) -> None:
+    """samples/<variant>.preview.md beside the Parquet file: its first stories as text."""
+    import tempfile
+
+    from eric.evaluate.case_study import samples_preview
+    from eric.evaluate.report import display_name
+    from eric.generate.schema import read_samples
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"{variant}.preview.md"
+        path.write_text(samples_preview(variant, read_samples(samples), display_name(variant)))
+        client.log_artifact(run_id, str(path), "samples")
 
 
 def registered_name(experiment: str, variant: str) -> str:

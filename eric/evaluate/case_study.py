@@ -191,6 +191,17 @@ CASE_STYLE = (".case{display:flex;gap:1em;overflow-x:auto}.case-col{flex:1;min-w
 
 
 # -- the terminal view (`eric show`) ---------------------------------------------------------
+PREVIEW_STORIES = 10  # stories in a samples preview (the MLflow artifact beside each samples file)
+
+
+def samples_preview(name: str, rows: list[dict], title: str, count: int = PREVIEW_STORIES) -> str:
+    """A samples file's first `count` stories as Markdown (input, human story, the variant's
+    final text unit by unit): what a reviewer reads in MLflow, where Parquet shows nothing."""
+    cases = build_cases({name: rows[:count]}, count, seed=0)
+    shown = f"{len(cases)} of {len(rows)} stories" if len(cases) < len(rows) else f"all {len(rows)} stories"
+    return f"# {title}: samples preview ({shown})\n\n" + case_markdown(cases, lambda _: title) + "\n"
+
+
 def read_sample_files(files: dict[str, Path]) -> dict[str, list[dict]]:
     """name -> rows of a samples file (eric/generate/schema.py SAMPLES); a one-line error otherwise."""
     from eric.evaluate.errors import EvaluationError

@@ -152,3 +152,33 @@ def test_case_at_needs_the_input_in_every_file():
     with pytest.raises(EvaluationError, match="not in the samples of bart"):
         case_at({"eric": [_row("s1")], "bart": [_row("s2")]}, 0)
     assert display_name("eric") == "ERIC"
+
+
+def test_a_samples_preview_shows_the_first_stories_unit_by_unit_as_text():
+    """The Markdown MLflow shows beside each samples Parquet file (eric/review.py log_preview)."""
+    from eric.evaluate.case_study import samples_preview
+
+    rows = [_row(f"s{i}") for i in range(12)]
+    text = samples_preview("eric", rows, "ERIC", count=3)
+    assert text.startswith("# ERIC: samples preview (3 of 12 stories)")
+    assert [m for m in re.findall(r"### Case \d+: (\S+)", text)] == ["s0", "s1", "s2"]  # the first, in order
+    assert "1. **Ash Williams**`<e0>` meets **Linda**`<e1>` at the fair." in text
+    assert "input of s0" in text and "A human unit." in text
+    assert samples_preview("eric", rows[:2], "ERIC").startswith("# ERIC: samples preview (all 2 stories)")
+
+
+def test_the_review_logs_a_preview_beside_each_samples_file(tmp_path):
+    from mlflow import MlflowClient
+
+    from eric.generate.schema import write_samples
+    from eric.review import log_report
+
+    checkout = tmp_path / "checkout"
+    write_samples([_row("s0"), _row("s1")], checkout / "outputs/samples/eric.parquet")
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    run = client.create_run(client.create_experiment("e", artifact_location=str(tmp_path / "art")))
+    log_report(client, run.info.run_id, checkout, {}, ["eric", "bart"])  # bart: no samples, nothing logged
+    logged = sorted(a.path for a in client.list_artifacts(run.info.run_id, "samples"))
+    assert logged == ["samples/eric.parquet", "samples/eric.preview.md"]
+    preview = (tmp_path / "art" / run.info.run_id / "artifacts/samples/eric.preview.md").read_text()
+    assert preview.startswith("# ERIC: samples preview (all 2 stories)") and "Case 2: s1" in preview

@@ -325,9 +325,12 @@ def test_a_plain_repro_gets_the_pipeline_structure_and_nests_its_own_stage_runs(
 
     view = json.loads(client.get_experiment(first["experiment_id"]).tags["mlflow.sharedViewState.variants"])
     assert view["searchFilter"] == "tags.`eric.role` = 'variant'"
-    assert view["groupBy"]["groupByKeys"] == [{"mode": "tag", "groupByData": "eric.execution"}]  # one group per execution
+    # one group per variant: MLflow's summary row averages a variant over executions, never across variants
+    assert view["groupBy"]["groupByKeys"] == [{"mode": "tag", "groupByData": "eric.variant"}]
+    assert eric.data.tags["eric.variant"] == "eric"
     assert eric.data.tags["eric.execution"].startswith("pipeline dvc repro abc1234, ")
-    assert view["selectedColumns"][:3] == ["metrics.`headline.B-1`", "metrics.`headline.B-2`", "metrics.`headline.MSJ-1`"]
+    assert view["selectedColumns"][:4] == ["tags.`eric.execution`", "metrics.`headline.B-1`", "metrics.`headline.B-2`",
+                                           "metrics.`headline.MSJ-1`"]
     assert "params.`model.state`" in view["selectedColumns"]
 
     # a second repro in which DVC reran only the evaluation: training stays with the first
