@@ -44,7 +44,11 @@ def test_the_docs_site_builds_strictly(tmp_path):
     done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
                           cwd=PROJECT_ROOT, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert (tmp_path / "site" / "results" / "index.html").is_file()
+    site = tmp_path / "site"
+    assert (site / "results.html").is_file()
+    # opened from files (no server), a nav link must name a page, not a folder the browser lists
+    home = (site / "index.html").read_text()
+    assert 'href="results.html"' in home and 'href="results/"' not in home
 
 
 def test_readme_is_a_front_page_with_a_generated_headline():
