@@ -318,12 +318,11 @@ def log_preview(client, run_id: str, samples: Path, variant: str) -> None:
     import tempfile
 
     from eric.evaluate.case_study import samples_preview
-    from eric.evaluate.report import display_name
     from eric.generate.schema import read_samples
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"{variant}.preview.md"
-        path.write_text(samples_preview(variant, read_samples(samples), display_name(variant)))
+        path.write_text(samples_preview(variant, read_samples(samples), variant))
         client.log_artifact(run_id, str(path), "samples")
 
 

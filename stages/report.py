@@ -20,6 +20,7 @@ from pathlib import Path
 from _flow import run_stage, stage_flow, stage_task
 
 from eric.config import Params, ParamsError, load_params, resolve_path
+from eric.data.errors import OutputError
 from eric.evaluate.errors import EvaluationError
 from eric.humaneval.errors import HumanEvalError
 
@@ -167,11 +168,14 @@ def budget(params: Params, trained: dict[str, dict] | None = None) -> str:
 
 @stage_task
 def write(params: Params, inputs) -> dict[str, Path]:
+    from eric.data.outdir import output_lock
     from eric.evaluate.headline import write_headlines
     from eric.evaluate.report import write_report
 
-    paths = write_report(inputs, resolve_path(params.evaluate.report_dir))
-    write_headlines(resolve_path(params.evaluate.headline_dir), inputs.metrics, inputs.training, inputs.matched)
+    report_dir, headline_dir = resolve_path(params.evaluate.report_dir), resolve_path(params.evaluate.headline_dir)
+    with output_lock(report_dir), output_lock(headline_dir):  # a second report run refuses in one line
+        paths = write_report(inputs, report_dir)
+        write_headlines(headline_dir, inputs.metrics, inputs.training, inputs.matched)
     print(paths["markdown"].read_text())
     return paths
 
@@ -201,4 +205,4 @@ def run(params_path: str = "params.yaml") -> dict:
 
 
 if __name__ == "__main__":
-    run_stage(run, ParamsError, EvaluationError, HumanEvalError)
+    run_stage(run, ParamsError, EvaluationError, HumanEvalError, OutputError)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import fcntl
+import io
 import os
 import secrets
 import shutil
@@ -206,6 +207,18 @@ def replace_file(path: Path, data: bytes) -> None:
     except OSError as exc:
         temporary.unlink(missing_ok=True)
         raise OutputError(f"{path}: cannot write ({exc.strerror or exc}); an earlier file there is unchanged") from None
+
+
+def replace_text(path: Path, text: str) -> None:
+    """`replace_file` for text (UTF-8)."""
+    replace_file(path, text.encode())
+
+
+def replace_figure(figure, path: Path, **savefig) -> None:
+    """A matplotlib figure saved whole or not at all (`replace_file` of its rendered bytes)."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format=Path(path).suffix.lstrip(".") or "png", **savefig)
+    replace_file(Path(path), buffer.getvalue())
 
 
 @contextmanager

@@ -40,6 +40,7 @@ from tqdm.auto import tqdm
 from transformers.models.bart.modeling_bart import shift_tokens_right
 
 from eric.data.collate import StageOneCollator
+from eric.data.outdir import replace_figure
 
 PREDICTED, RANDOM, GOLD, NO_STATES = "predicted", "random", "gold", "none"
 LM, JOINT, EVENT = "lm", "joint", "event"
@@ -346,6 +347,6 @@ def plot_coherence(rows: list[dict], path: str | Path, title: str = "Entity cohe
     if rows:
         ax.legend(fontsize="small")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    replace_figure(fig, path, dpi=120)
     plt.close(fig)
     return path

@@ -10,6 +10,7 @@ import json
 import math
 from pathlib import Path
 
+from eric.data.outdir import replace_text
 from eric.evaluate.scoring import METRIC_NAMES
 
 # the extra columns: name -> what they read (all percent or counts, as in the report). Names without
@@ -48,7 +49,7 @@ def write_headlines(folder: Path, evaluated: dict[str, dict], trained: dict[str,
     for variant, metrics in evaluated.items():
         path = folder / f"{variant}.json"
         figures = headline(variant, metrics, trained.get(variant), (matched or {}).get(variant))
-        path.write_text(json.dumps(figures, indent=1) + "\n")
+        replace_text(path, json.dumps(figures, indent=1) + "\n")
         written.append(path)
     for stale in set(folder.glob("*.json")) - set(written):
         stale.unlink()

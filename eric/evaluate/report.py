@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from eric.config import form_label
+from eric.data.outdir import replace_text
 from eric.evaluate.case_study import CASE_STYLE, CaseView, case_html, case_markdown
 from eric.evaluate.coherence import plot_coherence
 from eric.evaluate.scoring import METRIC_NAMES, REFERENCE_FREE, format_value
@@ -282,9 +283,9 @@ def write_report(inputs: ReportInputs, out_dir: str | Path) -> dict[str, Path]:
     }
     plots = {"Entity coherence by position": "coherence.png", "State usage": "state_usage.png"}
     paths["markdown"] = out_dir / "results.md"
-    paths["markdown"].write_text(to_markdown(inputs, plots))
+    replace_text(paths["markdown"], to_markdown(inputs, plots))  # each file whole or not at all
     paths["html"] = out_dir / "results.html"
-    paths["html"].write_text(to_html(inputs, plots))
+    replace_text(paths["html"], to_html(inputs, plots))
     return paths
 
 

@@ -27,6 +27,7 @@ import torch
 from tqdm.auto import tqdm
 
 from eric.data.collate import StageOneCollator
+from eric.data.outdir import replace_figure
 from eric.data.schema import NONE_ENTITY, SENT_TOKEN
 from eric.evaluate.state_transitions import Transitions, transitions_html
 
@@ -267,6 +268,6 @@ def plot_usage(usages: dict[str, list[dict]], path: str | Path, title: str = "St
     if usages:
         ax.legend(fontsize="small")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    replace_figure(fig, path, dpi=120)
     plt.close(fig)
     return path

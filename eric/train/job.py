@@ -8,8 +8,10 @@ a checkpoint left by a killed run may be resumed: a run with other settings star
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
+import io
 import json
 import shutil
 from dataclasses import dataclass, field
@@ -21,6 +23,8 @@ import pyarrow.parquet as pq
 import torch
 
 from eric.config import Params, form_label, resolve_path
+from eric.data.errors import OutputError
+from eric.data.outdir import output_lock, replace_text
 from eric.tracking import NullTracker, RunTracker, start_run
 from eric.train.checkpoint import CheckpointManager, save_pretrained_atomic
 from eric.train.codebook import codebook_hooks
@@ -105,6 +109,14 @@ def run_job(job: TrainingJob) -> dict:
     """Train (resuming if possible), save everything, print a summary line (rank 0),
     return the metrics dict."""
     rank = prepare_environment()
+    try:  # a second run training the same model refuses in one line (its checkpoints and outputs are shared)
+        with output_lock(job.model_dir) if rank.is_main else contextlib.nullcontext():
+            return _run_job(job, rank)
+    except OutputError as exc:
+        raise TrainError(str(exc)) from None
+
+
+def _run_job(job: TrainingJob, rank) -> dict:
     key = fingerprint(job)
     checkpoint_dir = resolve_path(job.params.train.checkpoint_dir) / job.stage / job.variant
     snapshot_dir = resolve_path(job.params.train.checkpoint_dir) / "snapshots" / job.stage / job.variant
@@ -181,12 +193,12 @@ def summarize(job: TrainingJob, result: TrainResult, run_id: str | None) -> dict
 
 
 def write_csv(path: Path, rows: list[dict]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
     columns = list(dict.fromkeys(k for row in rows for k in row))
-    with open(path, "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=columns)
-        writer.writeheader()
-        writer.writerows(rows)
+    text = io.StringIO(newline="")
+    writer = csv.DictWriter(text, fieldnames=columns)
+    writer.writeheader()
+    writer.writerows(rows)
+    replace_text(path, text.getvalue())
 
 
 def val_plot_path(plots_path: Path) -> Path:
@@ -194,10 +206,13 @@ def val_plot_path(plots_path: Path) -> Path:
 
 
 def write_outputs(job: TrainingJob, result: TrainResult, metrics: dict) -> None:
-    job.metrics_path.parent.mkdir(parents=True, exist_ok=True)
-    job.metrics_path.write_text(json.dumps(metrics, indent=2) + "\n")
-    write_csv(job.plots_path, result.history)
-    write_csv(val_plot_path(job.plots_path), result.val_history)
+    """The metrics and curves, each file whole or not at all (a full disk: TrainError, earlier files kept)."""
+    try:
+        replace_text(job.metrics_path, json.dumps(metrics, indent=2) + "\n")
+        write_csv(job.plots_path, result.history)
+        write_csv(val_plot_path(job.plots_path), result.val_history)
+    except OutputError as exc:
+        raise TrainError(str(exc)) from None
 
 
 def report(tracker, job: TrainingJob, metrics: dict) -> None:

@@ -181,4 +181,4 @@ def test_the_review_logs_a_preview_beside_each_samples_file(tmp_path):
     logged = sorted(a.path for a in client.list_artifacts(run.info.run_id, "samples"))
     assert logged == ["samples/eric.parquet", "samples/eric.preview.md"]
     preview = (tmp_path / "art" / run.info.run_id / "artifacts/samples/eric.preview.md").read_text()
-    assert preview.startswith("# ERIC: samples preview (all 2 stories)") and "Case 2: s1" in preview
+    assert preview.startswith("# eric: samples preview (all 2 stories)") and "Case 2: s1" in preview

@@ -295,3 +295,24 @@ def test_a_previous_output_that_cannot_be_removed_does_not_turn_a_written_run_in
     assert "earlier" not in (out / "stats.json").read_text()
     assert "the new output is in place, but the previous one could not be removed (Permission denied)" in \
         capsys.readouterr().err
+
+
+def test_a_second_report_run_refuses_in_one_line_and_a_full_disk_keeps_the_earlier_figures(tmp_path, monkeypatch):
+    import report as report_stage
+
+    from eric.config import load_params
+    from eric.evaluate.headline import write_headlines
+
+    params = load_params(None, {"evaluate.report_dir": str(tmp_path / "reports"),
+                                "evaluate.headline_dir": str(tmp_path / "metrics" / "headline")})
+    with output_lock(tmp_path / "metrics" / "headline"):  # another report run writing the headline figures
+        with pytest.raises(OutputError, match=r"headline: another run is writing it now"):
+            report_stage.write.fn(params, inputs=None)
+    assert not (tmp_path / "reports").exists()  # refused before anything was written
+    folder = tmp_path / "metrics" / "headline"
+    write_headlines(folder, {"eric": {}}, {})
+    before = (folder / "eric.json").read_text()
+    monkeypatch.setattr(Path, "write_bytes", lambda *a, **k: (_ for _ in ()).throw(OSError(28, "No space left on device")))
+    with pytest.raises(OutputError, match=r"eric.json: cannot write \(No space left on device\)"):
+        write_headlines(folder, {"eric": {"b1": 1.0}}, {})
+    assert (folder / "eric.json").read_text() == before and sorted(p.name for p in folder.iterdir()) == ["eric.json"]

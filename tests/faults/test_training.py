@@ -127,3 +127,38 @@ def test_a_damaged_checkpoint_is_named_once_and_the_restart_from_step_0_is_said(
     err = capsys.readouterr().err
     assert err.count(f"checkpoint {root / 'step00000005'}: incomplete (no trainer state or manifest)") == 1
     assert err.count(f"no intact checkpoint under {root}: training starts from step 0") == 1
+
+
+def test_a_second_training_run_into_the_same_model_folder_refuses_in_one_line(tmp_path, monkeypatch):
+    """Its checkpoints and outputs would be shared: the model folder's lock is held for the whole run."""
+    from types import SimpleNamespace
+
+    from eric.data.outdir import output_lock
+    from eric.train import job as job_module
+
+    monkeypatch.setattr(job_module, "_run_job", lambda *a: pytest.fail("trained while another run held the model"))
+    with output_lock(tmp_path / "models" / "eric"):
+        with pytest.raises(TrainError, match=r"eric: another run is writing it now") as info:
+            job_module.run_job(SimpleNamespace(model_dir=tmp_path / "models" / "eric"))
+    assert "\n" not in str(info.value)
+    monkeypatch.setattr(job_module, "_run_job", lambda job, rank: {"ran": True})
+    assert job_module.run_job(SimpleNamespace(model_dir=tmp_path / "models" / "eric")) == {"ran": True}
+    assert not list((tmp_path / "models").glob(".*.lock"))  # the lock goes with the run
+
+
+def test_a_full_disk_while_writing_training_metrics_is_one_line_and_keeps_the_earlier_files(tmp_path, monkeypatch):
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from eric.train.job import write_outputs
+
+    job = SimpleNamespace(metrics_path=tmp_path / "m.json", plots_path=tmp_path / "p.csv")
+    result = SimpleNamespace(history=[{"step": 1, "loss": 2.0}], val_history=[{"step": 1, "val_loss": 3.0}])
+    write_outputs(job, result, {"steps": 1})
+    before = {p.name: p.read_text() for p in tmp_path.iterdir()}
+    assert (tmp_path / "p.csv").read_bytes() == b"step,loss\r\n1,2.0\r\n" and json.loads(before["m.json"]) == {"steps": 1}
+    monkeypatch.setattr(Path, "write_bytes", _full_disk)
+    with pytest.raises(TrainError, match=r"m.json: cannot write \(No space left on device\); an earlier file") as info:
+        write_outputs(job, result, {"steps": 2})
+    assert "\n" not in str(info.value)
+    assert {p.name: p.read_text() for p in tmp_path.iterdir()} == before  # unchanged, no partial file left
