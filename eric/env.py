@@ -4,11 +4,15 @@
 `shell_exports` (infra/env.sh, infra/services.sh); `apply_prefect_defaults` is
 called by the stage and flow entry points before they import Prefect, which reads its
 settings once, at import. Only defaults (`setdefault`): a user who exports another value
-keeps it.
+keeps it. `stop_ephemeral_server_with_process`: a killed entry point takes its ephemeral
+Prefect server with it.
 """
 
 import os
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 DEFAULTS = {
     # nothing downloads at run time: models and tokenizers come from local paths
@@ -42,6 +46,63 @@ def apply_prefect_defaults(project_root: Path) -> None:
     os.environ.setdefault("PREFECT_HOME", str(project_root / ".prefect"))
     for key, value in PREFECT_DEFAULTS.items():
         os.environ.setdefault(key, value)
+
+
+# Runs beside each ephemeral server, as `python -I -S -c` (no site: starts in ~20 ms):
+# waits for the stage (its parent) to die, however it died, then stops the server as
+# Prefect's own stop() does (TERM, then KILL after 5 s). A pidfd names that very process,
+# so a pid reused after a normal exit (the server already stopped) is never signalled.
+_WATCHDOG = """
+import os, select, signal, sys, time
+stage, server = int(sys.argv[1]), int(sys.argv[2])
+try:
+    fd = os.pidfd_open(server)
+except ProcessLookupError:
+    sys.exit()
+except (AttributeError, OSError):
+    fd = None
+def send(sig):
+    try:
+        signal.pidfd_send_signal(fd, sig) if fd is not None else os.kill(server, sig)
+    except ProcessLookupError:
+        sys.exit()
+while os.getppid() == stage:
+    time.sleep(0.25)
+send(signal.SIGTERM)
+if fd is not None and not select.select([fd], [], [], 5)[0]:
+    send(signal.SIGKILL)
+"""
+_watchdogs: list[subprocess.Popen] = []  # kept: a Popen collected while running warns
+
+
+def stop_ephemeral_server_with_process() -> None:
+    """Prefect's ephemeral server (a uvicorn child, SubprocessASGIServer) is stopped only
+    by an atexit hook, so a killed stage or flow leaves it running, holding its port and the
+    stage's stdout. Prefect offers no setting or preexec hook for that child, and
+    PR_SET_PDEATHSIG would fire when the *thread* that started it ends (any of Prefect's
+    threads may), so each server started in this process gets a watchdog process.
+    A no-op with PREFECT_API_URL set: then no server module is even imported."""
+    from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_ENABLED
+
+    if PREFECT_API_URL.value() or not PREFECT_SERVER_EPHEMERAL_ENABLED.value() or os.name != "posix":
+        return
+    from prefect.server.api.server import SubprocessASGIServer  # get_client imports it next anyway
+
+    start = getattr(SubprocessASGIServer, "_run_uvicorn_command", None)
+    if start is None or getattr(start, "eric_watched", False):
+        return
+
+    def run_uvicorn_command(self: Any) -> subprocess.Popen:
+        server = start(self)  # every server: Prefect starts another if the port was taken
+        _watchdogs.append(subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", _WATCHDOG, str(os.getpid()), str(server.pid)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True,  # a Ctrl-C to the terminal's group leaves it to finish its job
+        ))  # fmt: skip
+        return server
+
+    run_uvicorn_command.eric_watched = True  # type: ignore[attr-defined]
+    SubprocessASGIServer._run_uvicorn_command = run_uvicorn_command
 
 
 def shell_exports() -> str:

@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from eric.env import apply_prefect_defaults
+from eric.env import apply_prefect_defaults, stop_ephemeral_server_with_process
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 apply_prefect_defaults(PROJECT_ROOT)  # before Prefect is imported: it reads its settings once
@@ -298,6 +298,7 @@ def _parse_args(argv: list[str]) -> dict[str, Any]:
 
 if __name__ == "__main__":
     kwargs = _parse_args(sys.argv[1:])
+    stop_ephemeral_server_with_process()  # killed, this flow takes its ephemeral Prefect server with it
     try:
         result = pipeline(**kwargs)
     except PipelineError as exc:

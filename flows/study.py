@@ -31,6 +31,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from pipeline import PROJECT_ROOT, pipeline  # noqa: E402  (sets the Prefect/MLflow environment first)
 from dvc_steps import OverrideError, PipelineError  # noqa: E402
+from eric.env import stop_ephemeral_server_with_process  # noqa: E402
 from prefect import flow, get_run_logger, task  # noqa: E402
 from prefect.cache_policies import NO_CACHE  # noqa: E402
 
@@ -110,6 +111,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--stale", action="store_true", help="rerun kept configurations that ran at older code")
     parser.add_argument("--force", action="store_true", help="rerun configurations whose outputs exist")
     args = parser.parse_args(argv)
+    stop_ephemeral_server_with_process()  # killed, this flow takes its ephemeral Prefect server with it
     path = Path(args.study).resolve()
     try:
         rel = str(path.relative_to(PROJECT_ROOT))

@@ -19,7 +19,8 @@ Where the flow reports:
 - unset: Prefect's ephemeral mode, a temporary server on 127.0.0.1 whose SQLite
   state persists in <project>/.prefect (git-ignored), so its migrations run once.
   A stage killed outright (SIGKILL, or SIGTERM, which skips Prefect's atexit stop)
-  takes that server with it: a watchdog per server stops it (_stop_server_with_stage).
+  takes that server with it: a watchdog per server stops it
+  (eric/env.py stop_ephemeral_server_with_process; the pipeline and study flows too).
 `run.fn(...)` runs the stage without Prefect at all (tasks then call straight
 through): what unit tests use.
 Under the pipeline flow, ERIC_PREFECT_PARENT_TASK_RUN_ID names its `run_dvc` task run:
@@ -32,7 +33,6 @@ from __future__ import annotations
 import inspect
 import logging
 import os
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -45,7 +45,7 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 if str(PROJECT_ROOT) not in sys.path[:1]:
     sys.path.insert(0, str(PROJECT_ROOT))
 
-from eric.env import apply_prefect_defaults  # noqa: E402
+from eric.env import apply_prefect_defaults, stop_ephemeral_server_with_process  # noqa: E402
 
 apply_prefect_defaults(PROJECT_ROOT)  # before Prefect is imported: it reads its settings once
 
@@ -176,65 +176,8 @@ def flow_call(stage: Flow) -> Callable[..., Any]:
     """How a stage's main process runs its flow: a child of the pipeline's task run
     when PARENT_TASK_ENV names one, else a flow run of its own."""
     parent = os.environ.get(PARENT_TASK_ENV)
-    _stop_server_with_stage()
+    stop_ephemeral_server_with_process()
     return (lambda *args: run_as_child(stage, parent, *args)) if parent else stage
-
-
-# Runs beside each ephemeral server, as `python -I -S -c` (no site: starts in ~20 ms):
-# waits for the stage (its parent) to die, however it died, then stops the server as
-# Prefect's own stop() does (TERM, then KILL after 5 s). A pidfd names that very process,
-# so a pid reused after a normal exit (the server already stopped) is never signalled.
-_WATCHDOG = """
-import os, select, signal, sys, time
-stage, server = int(sys.argv[1]), int(sys.argv[2])
-try:
-    fd = os.pidfd_open(server)
-except ProcessLookupError:
-    sys.exit()
-except (AttributeError, OSError):
-    fd = None
-def send(sig):
-    try:
-        signal.pidfd_send_signal(fd, sig) if fd is not None else os.kill(server, sig)
-    except ProcessLookupError:
-        sys.exit()
-while os.getppid() == stage:
-    time.sleep(0.25)
-send(signal.SIGTERM)
-if fd is not None and not select.select([fd], [], [], 5)[0]:
-    send(signal.SIGKILL)
-"""
-_watchdogs: list[subprocess.Popen] = []  # kept: a Popen collected while running warns
-
-
-def _stop_server_with_stage() -> None:
-    """Prefect's ephemeral server (a uvicorn child, SubprocessASGIServer) is stopped only
-    by an atexit hook, so a killed stage leaves it running, holding its port and the
-    stage's stdout. Prefect offers no setting or preexec hook for that child, and
-    PR_SET_PDEATHSIG would fire when the *thread* that started it ends (any of Prefect's
-    threads may), so each server started in this process gets a watchdog process.
-    A no-op with PREFECT_API_URL set: then no server module is even imported."""
-    from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_ENABLED
-
-    if PREFECT_API_URL.value() or not PREFECT_SERVER_EPHEMERAL_ENABLED.value() or os.name != "posix":
-        return
-    from prefect.server.api.server import SubprocessASGIServer  # get_client imports it next anyway
-
-    start = getattr(SubprocessASGIServer, "_run_uvicorn_command", None)
-    if start is None or getattr(start, "eric_watched", False):
-        return
-
-    def run_uvicorn_command(self: Any) -> subprocess.Popen:
-        server = start(self)  # every server: Prefect starts another if the port was taken
-        _watchdogs.append(subprocess.Popen(
-            [sys.executable, "-I", "-S", "-c", _WATCHDOG, str(os.getpid()), str(server.pid)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True,  # a Ctrl-C to the terminal's group leaves it to finish its job
-        ))  # fmt: skip
-        return server
-
-    run_uvicorn_command.eric_watched = True  # type: ignore[attr-defined]
-    SubprocessASGIServer._run_uvicorn_command = run_uvicorn_command
 
 
 def run_as_child(stage: Flow, parent_task_run_id: str, *args: Any) -> Any:
