@@ -14,6 +14,7 @@ Every story either becomes an example or is skipped with a reason.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
@@ -160,7 +161,8 @@ def _preprocess(cfg: Params, progress: bool, overwrite: bool, protect: dict[str,
     dedupe = Deduper()
     tasks = _tasks(stories, pp, skips, dedupe, nlp)
     docs = nlp.pipe(tasks, as_tuples=True, n_process=pp.n_process, batch_size=pp.batch_size)
-    stats = PreprocessStats(corpus=corpus.name, mentions_mode=pp.mentions)
+    stats = PreprocessStats(corpus=corpus.name, mentions_mode=pp.mentions,
+                            stop_words=frozenset(nlp.Defaults.stop_words))  # the tagger check's language
     writer = DatasetWriter(out_dir)
     try:
         for doc, task in tqdm(docs, desc=f"preprocess {corpus.name}", unit="story", disable=not progress):
@@ -178,6 +180,8 @@ def _preprocess(cfg: Params, progress: bool, overwrite: bool, protect: dict[str,
         writer.abort()
         raise
     writer.commit()  # removes its staging and says why in one line when the final writes fail
+    for line in stats.warnings():  # once per run (stats.json's tagger_check holds them too)
+        print(f"warning: {line}", file=sys.stderr)
     return stats
 
 
@@ -209,5 +213,6 @@ def _write_example(doc, task: Task, pp: PreprocessParams, skips, dedupe: Deduper
         mentions=len(anon.mentions), propagated=anon.propagated, names_left=anon.names_left,
         ambiguous=anon.ambiguous,
     )
+    stats.add_capitals(split, seg.units, seg.spans, anon.units)
     stats.over_cap_mentions += anon.over_cap_mentions
     stats.stories_over_cap += anon.over_cap_mentions > 0
