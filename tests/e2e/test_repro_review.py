@@ -110,9 +110,11 @@ def test_the_mlflow_ui_shows_the_variants_and_their_registered_models(repro, mlf
     with headless_chromium(tmp_path) as driver:
         driver.set_window_size(2400, 1000)
         driver.get(view_url(mlflow_ui, experiment.experiment_id))
-        text = _text_until(driver, "Group: pipeline dvc repro", "headline.B-1", "headline.MSJ-1", "\neric\n", "\nbart\n")
-        assert "Group: pipeline dvc repro" in text  # the execution, its variant runs grouped under it
-        assert "\neric\n" in text and "\nbart\n" in text  # its variant runs
+        text = _text_until(driver, "Group: eric", "Group: bart", "eric.execution", "headline.B-1", "headline.MSJ-1",
+                           "\neric\n", "\nbart\n")
+        assert "Group: eric" in text and "Group: bart" in text  # a group per variant: its summary never mixes them
+        assert "eric.execution" in text  # which execution each row is
+        assert "\neric\n" in text and "\nbart\n" in text  # the variant runs
         assert "headline.B-1" in text and "headline.MSJ-1" in text  # the headline as columns (the first ones in view)
         driver.get(f"{mlflow_ui}/#/models")
         models = _text_until(driver, f"{experiment.name}-eric", f"{experiment.name}-bart")
