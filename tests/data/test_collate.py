@@ -137,16 +137,20 @@ def test_placeholders_beyond_the_vocabulary_are_ignored(tokenizer):
     assert placeholder(0) == "<e0>"
 
 
-def test_collated_batch_trains_the_model(tokenizer):
+def _tiny_model(tokenizer):
     from eric.model import EricConfig, EricForConditionalGeneration
 
     ids = special_token_ids(tokenizer, 5)
     torch.manual_seed(0)
-    model = EricForConditionalGeneration(EricConfig(
+    return EricForConditionalGeneration(EricConfig(
         vocab_size=len(tokenizer), d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
         decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32, max_position_embeddings=256,
         num_states=8, state_dim=8, max_entities=5, sent_token_id=ids.sent, entity_token_ids=ids.entities,
         hard_negatives=True))
+
+
+def test_collated_batch_trains_the_model(tokenizer):
+    model = _tiny_model(tokenizer)
     batch = collator(tokenizer, hard_negatives=True)([row(), row(UNITS[1:], rid="s1")])
     out = model(**batch)
     out.loss.backward()
@@ -157,15 +161,7 @@ def test_collated_batch_trains_the_model(tokenizer):
 def test_widths_padded_to_a_multiple_change_no_loss(tokenizer):
     """Compiled training pads source, target and unit counts to a multiple of 8 (one graph
     on CUDA): the padding is the ordinary kind, so every loss term is the unpadded one."""
-    from eric.model import EricConfig, EricForConditionalGeneration
-
-    ids = special_token_ids(tokenizer, 5)
-    torch.manual_seed(0)
-    model = EricForConditionalGeneration(EricConfig(
-        vocab_size=len(tokenizer), d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
-        decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32, max_position_embeddings=256,
-        num_states=8, state_dim=8, max_entities=5, sent_token_id=ids.sent, entity_token_ids=ids.entities,
-        hard_negatives=True)).eval()
+    model = _tiny_model(tokenizer).eval()
     rows = [row(), row(UNITS[1:], rid="s1", source="Short.")]
     plain = collator(tokenizer, hard_negatives=True)(rows)
     padded = collator(tokenizer, hard_negatives=True, pad_multiple=8)(rows)
