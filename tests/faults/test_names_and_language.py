@@ -1,4 +1,5 @@
-"""stats.json's honest complement to names_left (capitalized_left) and the tagger check's warnings."""
+"""Names the tagger never saw: stats.json's honest complement to names_left (capitalized_left), and
+the preprocess warnings when the text is not what the tagger reads (another language, casing)."""
 
 import json
 
