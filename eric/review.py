@@ -240,7 +240,8 @@ def share_variant_view(client, exp_id: str) -> None:
 
 
 def view_url(ui: str, exp_id: str) -> str:
-    return f"{ui.rstrip('/')}/#/experiments/{exp_id}/runs?viewStateShareKey={VIEW_KEY}"
+    """The shared view, on the UI's "Model training" side (MLflow 3 starts on its GenAI side)."""
+    return f"{ui.rstrip('/')}/#/experiments/{exp_id}/runs?viewStateShareKey={VIEW_KEY}&workflowType=machine_learning"
 
 
 def _metric(key: str, value: float, step: int, timestamp: int | None = None):

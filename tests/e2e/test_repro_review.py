@@ -114,6 +114,7 @@ def test_the_mlflow_ui_shows_the_variants_and_their_registered_models(repro, mlf
                            "\neric\n", "\nbart\n")
         assert "Group: eric" in text and "Group: bart" in text  # a group per variant: its summary never mixes them
         assert "eric.execution" in text  # which execution each row is
+        assert "Model registry" in text and "Sessions" not in text  # the "Model training" side, not GenAI's
         assert "\neric\n" in text and "\nbart\n" in text  # the variant runs
         assert "headline.B-1" in text and "headline.MSJ-1" in text  # the headline as columns (the first ones in view)
         driver.get(f"{mlflow_ui}/#/models")
