@@ -316,15 +316,11 @@ def log_report(client, run_id: str, checkout: Path, params: Mapping[str, Any], v
 
 def log_preview(client, run_id: str, samples: Path, variant: str) -> None:
     """samples/<variant>.preview.md beside the Parquet file: its first stories as text."""
-    import tempfile
-
     from eric.evaluate.case_study import samples_preview
     from eric.generate.schema import read_samples
 
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / f"{variant}.preview.md"
-        path.write_text(samples_preview(variant, read_samples(samples), variant))
-        client.log_artifact(run_id, str(path), "samples")
+    preview = samples_preview(variant, read_samples(samples), variant)
+    client.log_text(run_id, preview, f"samples/{variant}.preview.md")
 
 
 def registered_name(experiment: str, variant: str) -> str:

@@ -46,7 +46,8 @@ def read_corpus(kind: str, path: Path, skips: SkipCounter) -> Iterator[RawStory]
     readers = {"wikiplots": read_wikiplots, "cnn": read_cnn, "jsonl": read_jsonl}
     if kind not in readers:
         raise CorpusError(f"unknown corpus kind {kind!r} (wikiplots, cnn or jsonl)")
-    if stat.S_ISFIFO(path.stat().st_mode) or stat.S_ISCHR(path.stat().st_mode):
+    mode = path.stat().st_mode
+    if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode):
         spool = spool_stream(path)
         return _removed_after(readers[kind](spool, skips), spool)
     return readers[kind](path, skips)

@@ -8,7 +8,7 @@ from pathlib import Path
 from rich.table import Table
 
 from eric.config import EvaluateParams, params_here_or_defaults
-from eric.data.outdir import check_out_file, replace_file
+from eric.data.outdir import check_out_file, replace_text
 from eric.evaluate.io import read_generations
 from eric.evaluate.scoring import METRIC_NAMES, evaluate_with, format_value, mauve_note
 
@@ -93,4 +93,4 @@ def check_metrics_out(out: Path, inputs: dict[str, Path | None], overwrite: bool
 
 def write_json(result: dict, path: Path) -> None:
     """The metrics as JSON with the mark, replaced whole or not at all."""
-    replace_file(path, (json.dumps({"written_by": WRITTEN_BY, **result}, indent=2) + "\n").encode())
+    replace_text(path, json.dumps({"written_by": WRITTEN_BY, **result}, indent=2) + "\n")
