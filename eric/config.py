@@ -255,6 +255,7 @@ STATE_SPACE_CHOICES = {
     "contrastive_candidates": ("batch", "text", "entity"),
     "event_target": ("text", "anonymous"),
     "predictor_scale": ("none", "sqrt_d"),
+    "predictor_input": ("prefix", "none"),
 }
 _choice = lambda name: Literal[STATE_SPACE_CHOICES[name]] | None  # noqa: E731
 
@@ -285,6 +286,7 @@ class StateSpaceParams(Section):
     event_gradient: _choice("event_gradient") = None  # which losses train e_n
     predictor_residual: bool | None = None  # true: e^_n also reads its query directly
     predictor_scale: _choice("predictor_scale") = None  # none: unscaled q.k (the authors' code) | sqrt_d: / sqrt(D)
+    predictor_input: _choice("predictor_input") = None  # prefix (paper) | none: e^_n is one learned vector (a control)
     contrastive_candidates: _choice("contrastive_candidates") = None  # text: the anchor's text; entity: its entity's later units
     event_target: _choice("event_target") = None  # anonymous: the sentence encoder reads role markers, not placeholders
 
@@ -325,7 +327,7 @@ RECIPES: dict[str, dict] = {
                   decay_codebook_and_embeddings=False, decay_weights=False, state_init="random", state_init_events=1024,
                   dead_code_steps=0, ema_decay=0.0, entropy_weight=0.0, event_norm="none",
                   event_gradient="all", predictor_residual=False, contrastive_candidates="batch",
-                  predictor_scale="none", event_target="text"),
+                  predictor_scale="none", event_target="text", predictor_input="prefix"),
     "legacy": dict(**DECAYED, codebook_init_std=1.0, codebook_gradient="selected",
                    sentence_encoder_embeddings="shared", decay_codebook_and_embeddings=True),
     "kmeans": dict(**DECAYED, state_init="kmeans"),

@@ -12,7 +12,8 @@ units of one text move together.
     result = majority_probe(train_pairs, test_pairs)
 
 Any model, states or not, can be probed the same way through its decoder: the last hidden
-state at each unit's sentence token (what it has read before writing the unit) is quantized
+state at each unit's sentence token (what it has read before writing the unit; a model with
+states reads its own predicted states there, not the unit's gold one) is quantized
 into as many clusters as ERIC has states (k-means fitted on the training units), and the
 cluster id is probed like a state id (`hidden_unit_pairs`, `quantize_hidden`): a probe of
 equal capacity for BART and ERIC. `linear_probe` reads the vectors themselves (a multinomial
@@ -68,14 +69,24 @@ VECTORS = ("predicted_vector", "predicted_state_vector", "gold_vector")
 def read_units(model, collator, rows: list[dict], readers: dict, batch_size: int = 16) -> dict:
     """One forward per chunk of `rows` (the collator's seeded draw), shown to every reader
     (`add(start, chunk, batch, output)`); name -> its `result()`. The probes of one split
-    share this pass instead of running the model once each."""
+    share this pass instead of running the model once each.
+
+    A model with states is run as the training loop runs it (gold s_n injected: the gold and
+    predicted ids StateReader reads). A reader of the decoder (`reads_decoder`) is shown a
+    second pass instead, with every unit's predicted state injected: with the gold one, the
+    hidden state at unit n's sentence token has read s_n, the sentence encoder's reading of
+    unit n itself, and a probe there would find the unit's own event."""
     model.eval()
+    own_states = getattr(model.config, "use_state", False) and any(
+        getattr(r, "reads_decoder", False) for r in readers.values())
     for start in range(0, len(rows), batch_size):
         chunk = rows[start:start + batch_size]
         batch = collator(chunk)
-        output = model(**_on(model, batch))
+        on = _on(model, batch)
+        output = model(**on)
+        decoder = model(**on, state_ids=output.predicted_state_ids) if own_states else output
         for reader in readers.values():
-            reader.add(start, chunk, batch, output)
+            reader.add(start, chunk, batch, decoder if getattr(reader, "reads_decoder", False) else output)
     return {name: reader.result() for name, reader in readers.items()}
 
 
@@ -111,7 +122,10 @@ class HiddenReader:
     sentence token (the position that writes the unit's first word), or with `entity`
     (row, unit -> a token id) where it has read that token's first occurrence in the unit
     (a unit without it is skipped), and the unit's label. The states' ids are left -1
-    (filled by `quantize_hidden`)."""
+    (filled by `quantize_hidden`). Of a model with states it reads the pass with predicted
+    states (`read_units`): what the decoder knows from the prefix and the planned entity."""
+
+    reads_decoder = True
 
     def __init__(self, sent: int, label: Callable[[dict, int], str], entity: Callable[[dict, int], int] | None = None):
         self.sent, self.label, self.entity = sent, label, entity

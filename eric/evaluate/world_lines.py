@@ -9,9 +9,12 @@
   training loop scores (same rows, length order, batch size, entity draws, hard negatives),
   weighted per target token as the loop weighs its validation means, for each candidate set
   (batch, text, entity: eric/evaluate/critics.py): chance (mean ln candidates), the
-  identity critic (matches the placeholder only), the oracle (eric/world/oracle.py) and
-  oracle + identity, each as `loss` and `vs_chance`. A learned L_CL counts as learning only
-  below the identity line and, on entity candidates (where identity is chance), below chance.
+  identity critic (matches the placeholder only), the anchor-blind prior (`LabelPrior`: one
+  score per candidate label, whatever the anchor), prior + identity, the oracle
+  (eric/world/oracle.py) and oracle + identity, each as `loss` and `vs_chance`. A learned
+  L_CL counts as learning what happens next only below the identity line and below the
+  prior's (on entity candidates identity is chance, the prior is not: the anchor's own unit
+  and its entity's later ones differ in kind, whoever reads the prefix).
 - `contrastive_ratios`: the model's own L_CL / chance at the end of training, train and
   validation (the training stage's plots), over its training candidates and over entity
   candidates, to read against those lines.
@@ -20,11 +23,14 @@
 from __future__ import annotations
 
 import csv
+import math
 from collections import Counter
 from pathlib import Path
 
+import torch
+
 from eric.evaluate.critics import CANDIDATE_SETS, batch_pairs, candidate_mask, critic_loss, identity
-from eric.world.oracle import Oracle, event_tables
+from eric.world.oracle import FLOOR, Oracle, event_tables, unit_label
 from eric.world.phrasings import PLACEHOLDER
 
 
@@ -49,7 +55,47 @@ def oracle_event_probe(train_rows: list[dict], test_rows: list[dict], seed: int,
             "majority": round(base / units, 4) if units else None, "units": units}
 
 
-LINES = ("identity", "oracle", "oracle_identity")
+LINES = ("identity", "prior", "prior_identity", "oracle", "oracle_identity")
+PRIOR_FIT_TEXTS = 2000  # training texts the prior's label counts come from
+
+
+class LabelPrior:
+    """The anchor-blind critic: a score per candidate label (eric/world/oracle.py `unit_label`),
+    the same for every anchor, log p_own(label) - p_later(label): how much likelier the label is
+    as an anchor's own unit than as a later unit of its entity, over the entity candidates of
+    training batches (each anchor's later units weigh 1 in all). That ratio is what InfoNCE's
+    optimal critic is when the critic cannot read the anchor: what a state predictor that reads
+    nothing of the prefix can reach through the targets alone."""
+
+    def __init__(self, own: Counter, later: Counter, rows: list[dict]):
+        labels = set(own) | set(later)
+        self.anchors, self.later_weight = sum(own.values()), sum(later.values())  # equal: 1 per anchor
+        own_total, later_total = sum(own.values()) or 1.0, sum(later.values()) or 1.0
+        self.scores = {label: math.log(max(own[label] / own_total, FLOOR)) - math.log(max(later[label] / later_total, FLOOR))
+                       for label in labels}
+        self.rows = {r["id"]: r for r in rows}
+
+    @classmethod
+    def fit(cls, collator, train_rows: list[dict], rows: list[dict], batch_size: int = 16) -> LabelPrior:
+        """Counted on `train_rows` (the loop's collator and draws), to score candidates of `rows`."""
+        own, later = Counter(), Counter()
+        by_id = {r["id"]: r for r in train_rows}
+        for start in range(0, len(train_rows), batch_size):
+            chunk = train_rows[start:start + batch_size]
+            pairs = batch_pairs(collator(chunk), [r["id"] for r in chunk], collator.entity_class)
+            allowed, counted = candidate_mask(pairs, "entity")
+            label = lambda c: unit_label(by_id[c.story], c.unit, c.entity)  # noqa: E731
+            for i in counted.nonzero().flatten().tolist():
+                own[label(pairs.anchors[i])] += 1
+                others = [j for j in allowed[i].nonzero().flatten().tolist() if j != i]
+                for j in others:
+                    later[label(pairs.candidates[j])] += 1 / len(others)
+        return cls(own, later, rows)
+
+    def __call__(self, anchors: list, candidates: list) -> torch.Tensor:
+        column = torch.tensor([self.scores.get(unit_label(self.rows[c.story], c.unit, c.entity), math.log(FLOOR))
+                               for c in candidates], dtype=torch.float64)
+        return column.expand(len(anchors), -1)
 
 
 def critic_lines(collator, val_rows: list[dict], train_rows: list[dict], batches: list[list[int]], seed: int,
@@ -61,6 +107,7 @@ def critic_lines(collator, val_rows: list[dict], train_rows: list[dict], batches
     from eric.train.meters import target_tokens
 
     oracle = Oracle(event_tables(seed, {r["id"] for r in val_rows}, tuple(cast), events), val_rows, train_rows)
+    prior = LabelPrior.fit(collator, train_rows[:PRIOR_FIT_TEXTS], val_rows)
     sums = {which: {"chance": 0.0, "weight": 0.0, "anchors": 0, **dict.fromkeys(LINES, 0.0)}
             for which in CANDIDATE_SETS}
     for indices in batches:
@@ -68,8 +115,9 @@ def critic_lines(collator, val_rows: list[dict], train_rows: list[dict], batches
         batch = collator(rows)
         pairs = batch_pairs(batch, [r["id"] for r in rows], collator.entity_class)
         scores = {name: critic(pairs.anchors, pairs.candidates) for name, critic in
-                  (("identity", identity), ("oracle", oracle))}
-        scores["oracle_identity"] = scores["oracle"] + scores["identity"]  # critics add as scores
+                  (("identity", identity), ("prior", prior), ("oracle", oracle))}
+        scores["prior_identity"] = scores["prior"] + scores["identity"]  # critics add as scores
+        scores["oracle_identity"] = scores["oracle"] + scores["identity"]
         w = target_tokens(batch)
         for which, total in sums.items():
             allowed, counted = candidate_mask(pairs, which)

@@ -4,8 +4,8 @@ against the training split's majority class (the floor every probe must beat).
 
 Labels of unit n's focal character: its `event` type (drawn at random by the generator, so
 the prefix bounds what can be known: eric/evaluate/world_lines.py `oracle_event_probe`), its
-`condition_before` the unit (fixed by the prefix: a model that tracks states can know it)
-and its `condition` after it.
+`condition_before` and `location_before` the unit (the place's name; both fixed by the
+prefix: a model that tracks states can know them) and its `condition` after it.
 
 Probes, each as `<probe>/<label>`:
 - predicted, gold (variants with states): majority vote per state id of the predicted state
@@ -39,9 +39,9 @@ from eric.evaluate.state_probe import (
     read_units,
 )
 from eric.evaluate.world_metrics import focal_rows, true_labels
-from eric.world.phrasings import PLACEHOLDER
+from eric.world.phrasings import PLACEHOLDER, parse_scene
 
-LABELS = ("event", "condition_before", "condition")
+LABELS = ("event", "condition_before", "location_before", "condition")
 
 
 def unit_labels(row: dict, n: int) -> dict[str, str] | None:
@@ -50,8 +50,14 @@ def unit_labels(row: dict, n: int) -> dict[str, str] | None:
         return None
     found = true_labels(row, n)
     k = int(PLACEHOLDER.fullmatch(found["entity"]).group(1))
-    found["condition_before"] = row["world_states"][n - 1][k]["condition"] if n else "well"  # a scene starts well
+    before = row["world_states"][n - 1][k] if n else _scene_state(row["source"], k)
+    found["condition_before"], found["location_before"] = before["condition"], before["location"]
     return {name: found[name] for name in LABELS}
+
+
+def _scene_state(scene: str, k: int) -> dict:
+    """Character k at the start (every scene starts well)."""
+    return {"condition": "well", "location": parse_scene(scene).characters[k].location}
 
 
 def _joined(row: dict, n: int) -> str | None:

@@ -45,6 +45,9 @@ authors' code; params.yaml's `model.state_space.recipe` names bundles of these (
                            projection of its query q_{n-1} + E(p_n)
     predictor_scale        none (the authors' code): the predictor's attention logits are q.k;
                            sqrt_d (this project's first version, the remedies' measurements): q.k / sqrt(D)
+    predictor_input        prefix (paper): e^_n reads the prefix and the planned entity; none:
+                           e^_n is one learned vector for every unit, the anchor-blind control
+                           (what L_CL reaches when the target encoder alone ranks the candidates)
     contrastive_candidates batch (paper): every (unit, entity) of the mini-batch is a candidate;
                            text: only those of the anchor's own text; entity: only the same
                            entity's units from n on in its text (no identity can help; anchors

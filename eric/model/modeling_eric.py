@@ -225,7 +225,7 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
             )
             self.state_predictor = StatePredictor(
                 config.d_model, config.state_dim, config.state_attention_heads, residual=config.predictor_residual,
-                scaled=config.predictor_scale == "sqrt_d",
+                scaled=config.predictor_scale == "sqrt_d", blind=config.predictor_input == "none",
             )
             self.sentence_encoder = SentenceEncoder(config)
         self.post_init()

@@ -13,6 +13,9 @@ weighs the prefix: what e^_n says is a mix of the prefix's values, so the planne
 reaches it only through where it attends. `residual=True` adds a projection of the query
 itself (W_r (q_{n-1} + E(p_n))), as every transformer block's residual does, so the entity
 and the previous unit reach e^_n directly (docs/state-space.md, "Why L_CL stayed at chance").
+`blind=True` (`predictor_input: none`) is a control, not a predictor: e^_n is one learned
+vector whatever the prefix and the entity, so L_CL measures what the sentence encoder can
+rank alone (docs/state-predictor.md, the anchor-blind line).
 """
 
 from __future__ import annotations
@@ -50,8 +53,9 @@ class EntityPlanner(nn.Module):
 
 class StatePredictor(nn.Module):
     def __init__(self, d_model: int, state_dim: int, num_heads: int = 1, residual: bool = False,
-                 scaled: bool = False):
+                 scaled: bool = False, blind: bool = False):
         super().__init__()
+        self.constant = nn.Parameter(torch.randn(state_dim) * 0.02) if blind else None
         self.num_heads = num_heads
         self.scale = None if scaled else 1.0  # None: SDPA's 1/sqrt(head dim); 1.0: the authors' unscaled q.k
         self.head_dim = state_dim // num_heads
@@ -86,6 +90,8 @@ class StatePredictor(nn.Module):
         out = self.out_proj(out)
         if self.query_proj is not None:
             out = out + self.query_proj(query).to(out.dtype)
+        if self.constant is not None:  # blind: the read is zeroed, not skipped (every weight keeps a gradient)
+            out = out * 0 + self.constant.to(out.dtype)
         return F.normalize(out, dim=-1)
 
     def _heads(self, x: torch.Tensor) -> torch.Tensor:

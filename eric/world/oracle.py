@@ -64,7 +64,8 @@ def event_tables(seed: int, wanted: set[str], cast=(3, 8), events: int = 15) -> 
     return tables
 
 
-def _label(row: dict, unit: int, entity: int) -> Label:
+def unit_label(row: dict, unit: int, entity: int) -> Label:
+    """What the oracle scores of a candidate: the unit's event kind and the entity's role in it."""
     actor = row["world_focal"][unit]
     return row["world_events"][unit], "a" if actor == f"<e{entity}>" else "b"
 
@@ -76,13 +77,13 @@ class Oracle:
     def __init__(self, tables: dict[str, list], rows: list[dict], marginal_rows: list[dict]):
         self.tables = tables
         self.rows = {r["id"]: r for r in rows}
-        counts = Counter(_label(r, n, int(e[2:-1])) for r in marginal_rows
+        counts = Counter(unit_label(r, n, int(e[2:-1])) for r in marginal_rows
                          for n, ents in enumerate(r["unit_entities"]) for e in ents)
         total = sum(counts.values())
         self.log_marginal = {label: math.log(c / total) for label, c in counts.items()}
 
     def __call__(self, anchors: list, candidates: list) -> torch.Tensor:
-        labels = [_label(self.rows[c.story], c.unit, c.entity) for c in candidates]
+        labels = [unit_label(self.rows[c.story], c.unit, c.entity) for c in candidates]
         kinds = sorted(set(labels))
         column = torch.tensor([kinds.index(label) for label in labels], dtype=torch.long)
         prior = torch.tensor([self.log_marginal.get(label, math.log(FLOOR)) for label in kinds], dtype=torch.float64)

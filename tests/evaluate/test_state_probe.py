@@ -127,11 +127,17 @@ class _Collator:
         return self.batch
 
 
+def _own_states_pass(model, batch):
+    """The decoder as the probes read it: every unit's predicted state injected, not the gold one."""
+    model.eval()
+    return model(**batch, state_ids=model(**batch).predicted_state_ids)
+
+
 def test_hidden_pairs_read_the_decoder_at_each_units_sentence_token():
     model, batch = tiny_model(), make_batch(rows=3)
     rows = [{}] * 3
     pairs, vectors = hidden_unit_pairs(model, _Collator(batch), rows, lambda row, n: f"unit{n}", batch_size=3)
-    out = model.eval()(**batch)
+    out = _own_states_pass(model, batch)
     sents = (batch["labels"] == SENT).nonzero().tolist()
     assert len(pairs) == len(sents) == vectors.shape[0]
     for (b, i), pair, vector in zip(sents, pairs, vectors):
@@ -152,7 +158,7 @@ def test_hidden_pairs_can_read_the_decoder_where_it_has_read_a_units_entity():
     present = next(token for token in ENTITIES if (labels == token).any())
     pairs, vectors = hidden_unit_pairs(model, _Collator(batch), [{}] * 3, lambda row, n: f"unit{n}", batch_size=3,
                                        entity=lambda row, n: present)
-    out = model.eval()(**batch)
+    out = _own_states_pass(model, batch)
     expected = []
     for b in range(3):
         starts = (labels[b] == SENT).nonzero()[:, 0].tolist()
@@ -163,3 +169,19 @@ def test_hidden_pairs_can_read_the_decoder_where_it_has_read_a_units_entity():
     assert [(p.text, p.unit) for p in pairs] == [(b, n) for b, n, _ in expected] and expected
     for (b, _, position), vector in zip(expected, vectors):
         assert torch.allclose(vector, out.decoder_last_hidden_state[b, position].float(), atol=1e-5)
+
+
+def test_the_decoder_probes_do_not_see_the_unit_they_label():
+    """With the gold s_n injected, the hidden state at unit n's sentence token has read the
+    sentence encoder's reading of unit n itself. The probes read a pass with the predicted
+    states instead: where a unit's gold state is not its predicted one, the vector read there
+    is not the gold pass's."""
+    model, batch = tiny_model(), make_batch(rows=3)
+    gold = model.eval()(**batch)
+    pairs, vectors = hidden_unit_pairs(model, _Collator(batch), [{}] * 3, lambda row, n: f"u{n}", batch_size=3)
+    starts = (batch["labels"] == SENT).nonzero().tolist()  # the pairs' order: text, then unit
+    moved = [(i, b, position) for i, (b, position) in enumerate(starts)
+             if gold.state_ids[b, pairs[i].unit] not in (-1, gold.predicted_state_ids[b, pairs[i].unit])]
+    assert moved
+    for i, b, position in moved:
+        assert not torch.allclose(vectors[i], gold.decoder_last_hidden_state[b, position + 1].float(), atol=1e-4)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 
 import pytest
 import torch
@@ -13,18 +14,18 @@ import torch
 from eric.data.collate import StageOneCollator
 from eric.data.examples import stage_one_target
 from eric.evaluate.compact_json import dumps
-from eric.evaluate.critics import batch_pairs
+from eric.evaluate.critics import Candidate, batch_pairs, candidate_mask, critic_loss
 from eric.evaluate.state_probe import UnitState, linear_probe, majority_probe
 from eric.evaluate.world_checks import columns, is_grounded, name_counts, rates, story_checks, story_counts
 from eric.evaluate.world_curve import snapshots, world_curve
 from eric.evaluate.lm_loss import val_batches
-from eric.evaluate.world_lines import contrastive_ratios, critic_lines, oracle_event_probe
+from eric.evaluate.world_lines import LabelPrior, contrastive_ratios, critic_lines, oracle_event_probe
 from eric.evaluate.world_mix import kind_columns, standardized
 from eric.evaluate.world_probes import unit_labels
 from eric.world.checker import check_story
 from eric.world.corpus import stage_one_row
 from eric.world.generate import generate_stories
-from eric.world.oracle import Oracle, event_tables
+from eric.world.oracle import FLOOR, Oracle, event_tables
 from tests.generate.tiny import MAX_ENTITIES, tiny_tokenizer
 
 SCENE = "Anna Berg and Tom Reed are at Old Harbor; Mia Cole is at Red Mill."
@@ -87,12 +88,15 @@ def test_name_counts_of_a_final_text():
     assert name_counts(SCENE, stage_one, final) == {"named": 3, "mapped": 2, "faithful": 1}
 
 
-def test_unit_labels_read_the_condition_before_from_the_previous_unit():
-    row = {"world_events": ["fight", "recover"], "world_focal": ["<e0>", "<e1>"],
-           "world_states": [[{"condition": "well"}, {"condition": "wounded"}],
-                            [{"condition": "well"}, {"condition": "well"}]]}
-    assert unit_labels(row, 0) == {"event": "fight", "condition_before": "well", "condition": "well"}
-    assert unit_labels(row, 1) == {"event": "recover", "condition_before": "wounded", "condition": "well"}
+def test_unit_labels_read_the_state_before_from_the_previous_unit_or_the_scene():
+    row = {"source": SCENE, "world_events": ["fight", "recover"], "world_focal": ["<e2>", "<e1>"],
+           "world_states": [[{}, {"condition": "wounded", "location": "Old Harbor"}, {}],
+                            [{}, {"condition": "well", "location": "Red Mill"}, {}]]}
+    row["world_states"][0][2] = {"condition": "wounded", "location": "Red Mill"}
+    assert unit_labels(row, 0) == {"event": "fight", "condition_before": "well", "location_before": "Red Mill",
+                                   "condition": "wounded"}  # Mia Cole (<e2>) starts at Red Mill
+    assert unit_labels(row, 1) == {"event": "recover", "condition_before": "wounded",
+                                   "location_before": "Old Harbor", "condition": "well"}
     assert unit_labels(row, 2) is None
 
 
@@ -158,7 +162,41 @@ def test_the_critic_lines_are_the_critics_on_the_loops_validation_batches(world_
     entity = out["entity"]  # every candidate carries the anchor's placeholder: identity adds nothing
     assert entity["identity"] == {"loss": entity["chance"], "vs_chance": 1.0}
     assert entity["oracle_identity"] == entity["oracle"] and entity["oracle"]["vs_chance"] < 1
+    assert entity["prior_identity"] == entity["prior"] and entity["prior"]["loss"] > 0
+    assert out["batch"]["prior_identity"]["loss"] != out["batch"]["identity"]["loss"]  # the prior ranks within a placeholder
     assert 0 < entity["anchors"] < out["batch"]["anchors"] and entity["chance"] < out["text"]["chance"]
+
+
+def test_the_anchor_blind_prior_scores_a_label_by_how_much_likelier_it_is_as_the_own_unit():
+    rows = [{"id": "s", "world_events": ["meet", "travel", "die", "bury"], "world_focal": ["<e0>", "<e0>", "<e1>", "<e0>"]}]
+    own = Counter({("meet", "a"): 3, ("travel", "a"): 1})
+    later = Counter({("meet", "a"): 1, ("travel", "a"): 1, ("bury", "a"): 2})
+    prior = LabelPrior(own, later, rows)
+    anchors = [Candidate(0, "s", 0, 0), Candidate(0, "s", 1, 0)]
+    scores = prior(anchors, anchors + [Candidate(0, "s", 3, 0), Candidate(0, "s", 2, 0)])
+    assert torch.equal(scores[0], scores[1])  # blind to the anchor
+    assert scores[0, 0] == pytest.approx(math.log(3))  # meet: 3/4 as the own unit, 1/4 later
+    assert scores[0, 2] == pytest.approx(math.log(FLOOR) - math.log(2 / 4))  # bury: never the own unit
+    assert scores[0, 3] == pytest.approx(math.log(FLOOR))  # ("die", "b"): never counted
+    # anchor 1's candidates are its own unit and the later bury: the prior picks the own one
+    allowed = torch.tensor([[True, True, True, False], [False, True, True, False]])
+    loss, chance, counted = critic_loss(scores, allowed, torch.ones(2, dtype=torch.bool))
+    assert counted == 2 and loss < 0.5 * chance
+
+
+def test_the_prior_is_counted_on_the_entity_candidates_of_the_training_batches(world_rows):
+    tokenizer = tiny_tokenizer(world_rows)
+    collator = StageOneCollator(tokenizer, 128, 128, max_entities=MAX_ENTITIES, seed=1)
+    prior = LabelPrior.fit(collator, world_rows, world_rows, batch_size=4)
+    anchors = 0
+    for start in range(0, len(world_rows), 4):
+        chunk = world_rows[start:start + 4]
+        pairs = batch_pairs(collator(chunk), [r["id"] for r in chunk], collator.entity_class)
+        anchors += int(candidate_mask(pairs, "entity")[1].sum())
+    assert anchors > 0 and prior.anchors == anchors
+    assert prior.later_weight == pytest.approx(anchors)  # each anchor's later units weigh 1 in all
+    assert prior.scores == LabelPrior.fit(collator, world_rows, world_rows, batch_size=4).scores  # seeded draws
+    assert len(prior.scores) > 1
 
 
 def test_the_oracle_event_probe_scores_every_test_unit(world_rows):

@@ -98,3 +98,20 @@ def test_text_candidates_count_chance_per_anchor_within_its_text():
     batch_wide = tiny_model().train()(**batch)
     assert float(batch_wide.contrastive_chance) == pytest.approx(float(torch.log(per_row.sum())), abs=1e-5)
     assert torch.isfinite(out.contrastive_loss)
+
+
+def test_a_blind_predictor_gives_every_unit_one_vector_and_keeps_every_weight_in_the_graph():
+    """predictor_input: none is the anchor-blind control: e^_n ignores the prefix and the entity,
+    so only the sentence encoder (the targets) can move L_CL; the predictor's other weights get
+    a zero gradient, not none (an optimizer that expects a gradient for each still gets one)."""
+    model, batch = tiny_model(predictor_input="none", predictor_residual=True), make_batch()
+    out = model(**batch)
+    found = out.predicted_events[out.state_ids >= 0]
+    assert found.shape[0] >= 2 and torch.allclose(found, found[:1].expand_as(found))
+    out.contrastive_loss.backward()
+    predictor = model.state_predictor
+    assert float(predictor.constant.grad.norm()) > 0
+    assert predictor.q_proj.weight.grad is not None and float(predictor.q_proj.weight.grad.abs().max()) == 0
+    assert StateSpaceParams(recipe="paper").resolved()["predictor_input"] == "prefix"
+    sighted = tiny_model(predictor_residual=True)(**batch).predicted_events
+    assert not torch.allclose(sighted[0, 0], sighted[0, 1])  # the control differs from the predictor

@@ -104,7 +104,7 @@ def test_coherence_under_every_scoring_with_each_cases_outcome(world_project):
 def test_probes_lines_and_the_learning_curve(world_project):
     _, metrics = world_project
     eric, bart = metrics["eric"]["world"], metrics["bart"]["world"]
-    labels = ("event", "condition_before", "condition")
+    labels = ("event", "condition_before", "location_before", "condition")
     probes = ("predicted", "gold", "hidden", "linear", "entity", "predicted_vector", "predicted_state_vector",
               "gold_vector")
     assert {k for k in eric["probes"] if "/" in k} == {f"{p}/{label}" for p in probes for label in labels}
