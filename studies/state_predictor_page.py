@@ -6,8 +6,8 @@ or one seed's value where an arm has one.
 Where each number comes from:
 - L_CL / chance, over the candidates the recipe trains with and over entity candidates: the
   training stage's last validation (metrics/train/eric.json `final_val_contrastive_*`);
-- the lines no learned model needs (chance, identity, oracle, oracle + identity) per candidate
-  set, the probes, coherence and the LM loss with gold and predicted states: the evaluate
+- the lines no learned model needs (chance, identity, the anchor-blind prior, prior + identity,
+  oracle, oracle + identity) per candidate set, the probes, coherence and the LM loss with gold and predicted states: the evaluate
   stage (metrics/evaluate/eric.json, eric/evaluate/world_lines.py, world_probes.py,
   world_metrics.py, lm_loss.py).
 """
@@ -23,9 +23,13 @@ from eric.evaluate.report import markdown_table
 from studies.spec import StudySpec, load_study
 
 CANDIDATES = {"batch": "the batch (paper)", "text": "the anchor's text", "entity": "the entity's later units"}
-LINES = {"identity": "identity", "oracle": "oracle", "oracle_identity": "oracle + identity"}
-PROBES = {"predicted_vector": "predicted ê_n", "predicted_state_vector": "its state", "gold_vector": "gold e_n"}
-LABELS = {"event": "next event kind", "condition_before": "condition before the unit"}
+LINES = {"identity": "identity", "prior": "anchor-blind prior", "prior_identity": "prior + identity",
+         "oracle": "oracle", "oracle_identity": "oracle + identity"}
+PROBES = {"predicted_vector": "predicted ê_n", "predicted_state_vector": "its state",
+          "linear": "the decoder at the unit's start", "gold_vector": "gold e_n"}
+LABELS = {"event": "next event kind", "condition_before": "condition before the unit",
+          "location_before": "location before the unit"}
+BLIND = "blind"  # the arm whose e^_n is one learned vector (predictor_input: none): the control
 
 
 @lru_cache(maxsize=1)
@@ -70,18 +74,40 @@ def _lcl(seeds: dict[int, dict]) -> tuple[Interval, Interval]:
             over_seeds(seeds, lambda m: _ratio(m["train"], "contrastive_entity")))
 
 
+def _entity_ratio(m: dict) -> float | None:
+    return _ratio(m["train"], "contrastive_entity")
+
+
+def minus_blind(seeds: dict[int, dict], blind: dict[int, dict] | None) -> Interval:
+    """Entity-candidate L_CL / chance minus the blind control's, paired by seed (seeds both ran)."""
+    if not blind:
+        return Interval(None, None, None)
+    return seed_interval([_minus(_entity_ratio(m), _entity_ratio(blind[seed]))
+                          for seed, m in seeds.items() if seed in blind])
+
+
+def _below(interval: Interval, line: float) -> bool:
+    return interval.high is not None and interval.high < line
+
+
 def lcl_table(grid: str = "world", spec: StudySpec | None = None) -> str:
-    """Per arm: L_CL / chance on its training candidates and on entity candidates, with the
-    verdict rule of the page (below chance on entity candidates, the interval's upper end too)."""
+    """Per arm: L_CL / chance on its training candidates and on entity candidates, and the
+    entity figure minus the blind control's, paired by seed. The verdict rule of the page:
+    learning what happens next is the entity-candidate interval below chance and the paired
+    difference's below zero (the control reaches what the targets alone can rank)."""
+    found = runs(grid, spec)
     rows = []
-    for arm, seeds in runs(grid, spec).items():
+    for arm, seeds in found.items():
         own, entity = _lcl(seeds)
-        learns = entity.high is not None and entity.high < 1.0
-        rows.append([arm, str(len(seeds)), own.format(3), entity.format(3), "yes" if learns else "no"])
+        diff = minus_blind(seeds, found.get(BLIND))
+        verdict = "control" if arm == BLIND else "yes" if _below(entity, 1.0) and _below(diff, 0.0) else "no"
+        rows.append([arm, str(len(seeds)), own.format(3), entity.format(3),
+                     "–" if arm == BLIND else diff.format(3), verdict])
     if not rows:
         return "_No configuration of this grid has run yet._"
     return markdown_table(["recipe", "seeds", "val L_CL / chance (its own candidates)",
-                           "val L_CL / chance (entity candidates)", "entity interval below chance"], rows)
+                           "val L_CL / chance (entity candidates)", "entity minus the blind control",
+                           "learns what happens next"], rows)
 
 
 def lines_table(grid: str = "world", spec: StudySpec | None = None) -> str:
@@ -125,6 +151,18 @@ def probes_table(grid: str = "world", spec: StudySpec | None = None) -> str:
     return markdown_table(["recipe", "label", "majority class", *(f"gain: {v}" for v in PROBES.values())], rows)
 
 
+def oracle_probe_line(grid: str = "world", spec: StudySpec | None = None) -> str:
+    """The oracle's ceiling of the event probes (the generator's most likely kind for the focal
+    character, knowing every state) beside the majority class, over every kept run's test units."""
+    every = [m for seeds in runs(grid, spec).values() for m in seeds.values()]
+    oracle = seed_interval([_probe(m, "oracle_event", "accuracy") for m in every])
+    majority = seed_interval([_probe(m, "oracle_event", "majority") for m in every])
+    if oracle.value is None:
+        return "_No configuration of this grid has run yet._"
+    return (f"{oracle.value:.3f} of the test units right, against {majority.value:.3f} for the majority class: "
+            f"the best guess any model can make from the prefix gains {oracle.value - majority.value:.3f}.")
+
+
 def coherence_table(grid: str = "world", scoring: str = "lm", spec: StudySpec | None = None) -> str:
     """Per arm: checker-decided coherence with predicted, gold and random states, and predicted
     minus random paired by seed."""
@@ -163,12 +201,17 @@ def _yes(interval: Interval, passes: bool) -> str:
 
 def targets_table(grid: str = "world", scoring: str = "lm", spec: StudySpec | None = None) -> str:
     """The issue's three targets per recipe, each decided over seeds: validation L_CL over entity
-    candidates at most 0.90 x chance with the interval's upper end below 1.0; the event probe on
+    candidates at most 0.90 x chance with the interval's upper end below 1.0 (and, beside it,
+    below the blind control's, paired by seed: an interval below zero); the event probe on
     the predicted e^_n above the majority class (interval above zero); coherence with predicted
     states above random states (the paired difference's interval above zero)."""
+    found = runs(grid, spec)
     rows = []
-    for arm, seeds in runs(grid, spec).items():
+    for arm, seeds in found.items():
+        if arm == BLIND:
+            continue
         entity = _lcl(seeds)[1]
+        diff = minus_blind(seeds, found.get(BLIND))
         probe = seed_interval([_probe(m, "predicted_vector/event", "gain") for m in seeds.values()])
         coherence = seed_interval([_minus(_coherence(m, scoring, "predicted"), _coherence(m, scoring, "random"))
                                    for m in seeds.values()])
@@ -176,11 +219,11 @@ def targets_table(grid: str = "world", scoring: str = "lm", spec: StudySpec | No
         rows.append([arm, str(len(seeds)),
                      _yes(entity, entity.value is not None and entity.value <= 0.90 and entity.high is not None
                           and entity.high < 1.0),
-                     _yes(probe, above(probe)), _yes(coherence, above(coherence))])
+                     _yes(diff, _below(diff, 0.0)), _yes(probe, above(probe)), _yes(coherence, above(coherence))])
     if not rows:
         return "_No configuration of this grid has run yet._"
     return markdown_table(["recipe", "seeds", "entity L_CL <= 0.90 x chance, upper end < 1",
-                           "event probe on predicted ê_n above majority", "coherence: predicted > random"], rows)
+                           "entity L_CL below the blind control", "event probe on predicted ê_n above majority", "coherence: predicted > random"], rows)
 
 
 BLOCKS: dict[str, Callable[[], str]] = {
@@ -188,6 +231,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "state-predictor-lcl": lcl_table,
     "state-predictor-lines": lines_table,
     "state-predictor-probes": probes_table,
+    "state-predictor-oracle-probe": oracle_probe_line,
     "state-predictor-coherence": coherence_table,
     "state-predictor-lm-world": lambda: lm_table("world"),
     "state-predictor-wikiplots": lambda: lm_table("wikiplots"),
