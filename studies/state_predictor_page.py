@@ -235,4 +235,9 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "state-predictor-coherence": coherence_table,
     "state-predictor-lm-world": lambda: lm_table("world"),
     "state-predictor-wikiplots": lambda: lm_table("wikiplots"),
+    # the same tables at the budget where the samples parse (grid world_long)
+    **{f"{name}-long": (lambda table=table: table("world_long")) for name, table in (
+        ("state-predictor-targets", targets_table), ("state-predictor-lcl", lcl_table),
+        ("state-predictor-lines", lines_table), ("state-predictor-probes", probes_table),
+        ("state-predictor-coherence", coherence_table), ("state-predictor-lm", lm_table))},
 }
