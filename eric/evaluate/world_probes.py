@@ -4,8 +4,9 @@ against the training split's majority class (the floor every probe must beat).
 
 Labels of unit n's focal character: its `event` type (drawn at random by the generator, so
 the prefix bounds what can be known: eric/evaluate/world_lines.py `oracle_event_probe`), its
-`condition_before` and `location_before` the unit (the place's name; both fixed by the
-prefix: a model that tracks states can know them) and its `condition` after it.
+`condition_before` and `location_before` the unit (the place's rank among the scene's
+places, "place 0" first: place names differ from story to story, ranks do not; both fixed by
+the prefix: a model that tracks states can know them) and its `condition` after it.
 
 Probes, each as `<probe>/<label>`:
 - predicted, gold (variants with states): majority vote per state id of the predicted state
@@ -50,14 +51,11 @@ def unit_labels(row: dict, n: int) -> dict[str, str] | None:
         return None
     found = true_labels(row, n)
     k = int(PLACEHOLDER.fullmatch(found["entity"]).group(1))
-    before = row["world_states"][n - 1][k] if n else _scene_state(row["source"], k)
-    found["condition_before"], found["location_before"] = before["condition"], before["location"]
+    scene = parse_scene(row["source"])
+    before = row["world_states"][n - 1][k] if n else {"condition": "well", "location": scene.characters[k].location}
+    found["condition_before"] = before["condition"]  # every scene starts well
+    found["location_before"] = f"place {scene.places.index(before['location'])}"
     return {name: found[name] for name in LABELS}
-
-
-def _scene_state(scene: str, k: int) -> dict:
-    """Character k at the start (every scene starts well)."""
-    return {"condition": "well", "location": parse_scene(scene).characters[k].location}
 
 
 def _joined(row: dict, n: int) -> str | None:

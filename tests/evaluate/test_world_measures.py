@@ -93,10 +93,10 @@ def test_unit_labels_read_the_state_before_from_the_previous_unit_or_the_scene()
            "world_states": [[{}, {"condition": "wounded", "location": "Old Harbor"}, {}],
                             [{}, {"condition": "well", "location": "Red Mill"}, {}]]}
     row["world_states"][0][2] = {"condition": "wounded", "location": "Red Mill"}
-    assert unit_labels(row, 0) == {"event": "fight", "condition_before": "well", "location_before": "Red Mill",
-                                   "condition": "wounded"}  # Mia Cole (<e2>) starts at Red Mill
+    assert unit_labels(row, 0) == {"event": "fight", "condition_before": "well", "location_before": "place 1",
+                                   "condition": "wounded"}  # Mia Cole (<e2>) starts at Red Mill, the second place
     assert unit_labels(row, 1) == {"event": "recover", "condition_before": "wounded",
-                                   "location_before": "Old Harbor", "condition": "well"}
+                                   "location_before": "place 0", "condition": "well"}
     assert unit_labels(row, 2) is None
 
 
