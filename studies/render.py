@@ -40,6 +40,7 @@ from studies.anonymization.render import table as anonymization_table
 from studies.currency import older, retired_note, study_drift
 from studies.retired import BLOCKS as RETIRED_BLOCKS
 from studies.state_predictor_page import BLOCKS as STATE_PREDICTOR_BLOCKS
+from studies.entityworld_page import BLOCKS as ENTITYWORLD_BLOCKS
 from studies.spec import StudySpec, all_studies, load_study
 
 BLOCK = re.compile(r"(<!-- BEGIN generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- END generated: (?P=name) -->)", re.S)
@@ -270,6 +271,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     **BENCHMARK_BLOCKS,
     **RETIRED_BLOCKS,
     **STATE_PREDICTOR_BLOCKS,
+    **ENTITYWORLD_BLOCKS,
 }
 
 

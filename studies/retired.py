@@ -20,10 +20,10 @@ from eric.evaluate.intervals import fmt_value as fmt
 from eric.evaluate.intervals import ratio_interval, seed_interval
 from eric.evaluate.report import markdown_table
 from eric.evaluate.world_lines import read_plot
+from studies.entityworld_page import NAMES, PAIRS, pairs_table
 
 WORLD = PROJECT_ROOT / "studies" / "entityworld" / "retired"
-ARMS = {"eric": "ERIC", "eric_paper": "ERIC (paper recipe)", "eric_no_state_attention": "ERIC w/o StateAttn",
-        "eric_no_state": "ERIC w/o s_n", "bart": "BART", "simctg": "SimCTG"}
+ARMS = NAMES
 MAX_UNITS = 15  # the checker read the first 15 units (evaluate.max_units)
 NONE = "–"
 
@@ -110,23 +110,9 @@ def world_seeds() -> str:
                   "grounded % (mean [t-interval])", "state viol. / grounded unit (mean [t-interval])"], rows)
 
 
-PAIRS = (("eric", "bart"), ("eric", "eric_no_state"), ("eric_no_state", "bart"), ("eric", "eric_paper"))
-
-
 def world_pairs() -> str:
     """A - B per seed (paired by seed) of state violations per grounded unit, t-interval over seeds."""
-    rows = []
-    for a, b in PAIRS:
-        seeds = sorted(set(runs(a)) & set(runs(b)))
-        if not seeds:
-            continue
-        rate = {arm: dict(zip(runs(arm), per_seed(arm)["rate"])) for arm in (a, b)}
-        diffs = [rate[a][s] - rate[b][s] for s in seeds if None not in (rate[a][s], rate[b][s])]
-        found = seed_interval(diffs)
-        excludes = found.low is not None and (found.low > 0 or found.high < 0)
-        rows.append([f"{ARMS[a]} − {ARMS[b]}", ", ".join(f"{d:+.3f}" for d in diffs), found.format(),
-                     "yes" if excludes else "no"])
-    return table(["A − B", "per seed", "mean [95% t-interval over seeds]", "interval excludes 0"], rows)
+    return pairs_table({arm: dict(zip(runs(arm), per_seed(arm)["rate"])) for arm in arms()}, PAIRS[:4])
 
 
 LABELS = ("event", "condition_before", "condition")

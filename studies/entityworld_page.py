@@ -1,0 +1,135 @@
+"""Generated blocks of docs/entityworld-study.md from the declarative study's kept runs
+(studies/entityworld/outputs/world-<arm>-seed<k>/metrics/evaluate/<variant>.json, the
+evaluate stage's `world` section: eric/evaluate/world_checks.py, world_mix.py).
+
+Every rate is the checker's over one configuration's samples (`stage_one`: the placeholder
+texts; `final`: the two-stage texts with names), one value per seed; means carry a 95%
+Student-t interval over seeds, and a difference between two arms is paired by seed (seed n
+of one arm against seed n of the other: the seed sets the initialisation and the data order,
+the world and the test inputs stay).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import lru_cache
+
+from eric.config import PROJECT_ROOT
+from eric.evaluate.intervals import Interval, seed_interval
+from eric.evaluate.intervals import fmt_value as fmt
+from eric.evaluate.report import markdown_table
+from studies.spec import StudySpec, load_study
+
+# the issue's fluency: the budget is the one at which BART's samples meet all three
+FLUENT = {"parse_rate": (">=", 0.95), "grounding_rate": ("<=", 0.10), "grounded_share": (">=", 0.80)}
+NAMES = {"eric": "ERIC", "eric_paper": "ERIC (paper recipe)", "eric_no_state_attention": "ERIC w/o StateAttn",
+         "eric_no_state": "ERIC w/o s_n", "bart": "BART", "simctg": "SimCTG"}
+# A - B of state violations per grounded unit: below zero, A breaks fewer state rules
+PAIRS = (("eric", "bart"), ("eric", "eric_no_state"), ("eric_no_state", "bart"), ("eric", "eric_paper"),
+         ("eric", "eric_no_state_attention"))
+NONE_YET = "_No configuration of this study has run yet._"
+
+
+@lru_cache(maxsize=1)
+def study() -> StudySpec:
+    return load_study(PROJECT_ROOT / "studies" / "entityworld")
+
+
+def runs(grid: str = "world", spec: StudySpec | None = None) -> dict[str, dict[int, dict]]:
+    """arm -> seed -> the `world` section of its variant's evaluate metrics (kept runs only)."""
+    spec, out = spec or study(), {}
+    for arm, declared in spec.grids[grid].arms.items():
+        for seed in declared.seeds or spec.grids[grid].seeds:
+            name = f"{grid}-{arm}-seed{seed}"
+            if spec.is_done(name):
+                found = spec.metrics(name).get(f"metrics/evaluate/{declared.variants[0]}.json", {})
+                out.setdefault(arm, {})[seed] = found.get("world", {})
+    return out
+
+
+def rate(world: dict, field: str, form: str = "stage_one") -> float | None:
+    return (world.get(form) or {}).get(field)
+
+
+def by_seed(seeds: dict[int, dict], field: str, form: str = "stage_one") -> dict[int, float | None]:
+    return {seed: rate(world, field, form) for seed, world in seeds.items()}
+
+
+def _meets(value: float | None, rule: tuple[str, float]) -> bool:
+    op, line = rule
+    return value is not None and (value >= line if op == ">=" else value <= line)
+
+
+def fluency_table(grid: str = "world", spec: StudySpec | None = None) -> str:
+    """Per arm: parse rate, grounding violations per parsed unit and grounded share of parsed
+    units (means over seeds), and whether the means meet the fluency lines (FLUENT)."""
+    rows = []
+    for arm, seeds in runs(grid, spec).items():
+        means = {field: seed_interval(list(by_seed(seeds, field).values())) for field in FLUENT}
+        fluent = all(_meets(means[field].value, rule) for field, rule in FLUENT.items())
+        rows.append([NAMES.get(arm, arm), str(len(seeds)), means["parse_rate"].format(1, pct=True),
+                     means["grounding_rate"].format(3), means["grounded_share"].format(1, pct=True),
+                     "yes" if fluent else "no"])
+    if not rows:
+        return NONE_YET
+    return markdown_table(["arm", "seeds", "parse rate %", "grounding viol. / parsed unit", "grounded % of parsed",
+                           "fluent (>= 95%, <= 0.10, >= 80%)"], rows)
+
+
+def seeds_table(grid: str = "world", form: str = "stage_one", spec: StudySpec | None = None) -> str:
+    """Per arm and seed: parse %, grounded %, state violations per grounded unit; the means of
+    the grounded rate and of the rate standardized to the world's event mix."""
+    rows = []
+    for arm, seeds in runs(grid, spec).items():
+        cells = [" / ".join([fmt(rate(w, "parse_rate", form), pct=True), fmt(rate(w, "grounded_share", form), pct=True),
+                             fmt(rate(w, "grounded_state_violation_rate", form))]) for w in seeds.values()]
+        grounded = seed_interval(list(by_seed(seeds, "grounded_state_violation_rate", form).values()))
+        mixed = seed_interval(list(by_seed(seeds, "state_violation_rate_at_world_mix", form).values()))
+        rows.append([NAMES.get(arm, arm), "; ".join(cells), grounded.format(3), mixed.format(3)])
+    if not rows:
+        return NONE_YET
+    return markdown_table(["arm", "per seed: parse % / grounded % / state viol. per grounded unit",
+                           "state viol. / grounded unit", "state viol. / parsed unit at the world's event mix"], rows)
+
+
+def paired(a: dict[int, float | None], b: dict[int, float | None]) -> list[float]:
+    """A - B for every seed both have a value for, in seed order."""
+    return [a[s] - b[s] for s in sorted(set(a) & set(b)) if a[s] is not None and b[s] is not None]
+
+
+def verdict(found: Interval) -> str:
+    """The page's rule: a difference counts only where the seed interval excludes zero."""
+    if found.low is None:
+        return "no: fewer than two seeds"
+    if found.high < 0:
+        return "yes: A breaks fewer"
+    return "yes: A breaks more" if found.low > 0 else "no"
+
+
+def pairs_table(rates: dict[str, dict[int, float | None]], pairs=PAIRS, names=NAMES) -> str:
+    """A - B per seed of a per-arm rate, its mean with the t-interval over seeds, the verdict."""
+    rows = []
+    for a, b in pairs:
+        if a not in rates or b not in rates:
+            continue
+        diffs = paired(rates[a], rates[b])
+        found = seed_interval(diffs)
+        rows.append([f"{names.get(a, a)} − {names.get(b, b)}", ", ".join(f"{d:+.3f}" for d in diffs) or "–",
+                     found.format(3), verdict(found)])
+    if not rows:
+        return NONE_YET
+    return markdown_table(["A − B", "per seed", "mean [95% t-interval over seeds]", "interval excludes 0"], rows)
+
+
+def grounded_pairs(grid: str = "world", form: str = "stage_one", spec: StudySpec | None = None) -> str:
+    """Paired differences of state violations per grounded unit (PAIRS)."""
+    found = runs(grid, spec)
+    return pairs_table({arm: by_seed(seeds, "grounded_state_violation_rate", form) for arm, seeds in found.items()})
+
+
+BLOCKS: dict[str, Callable[[], str]] = {
+    "entityworld-fluency": fluency_table,
+    "entityworld-seeds": seeds_table,
+    "entityworld-pairs": grounded_pairs,
+    "entityworld-pairs-final": lambda: grounded_pairs(form="final"),
+}

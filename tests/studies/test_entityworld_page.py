@@ -1,0 +1,67 @@
+"""The EntityWorld study's page: fluency lines, per-seed grounded rates and verdicts paired by
+seed, from kept runs built by hand."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from studies import entityworld_page as page
+from studies.spec import RUN_FILE, load_study
+
+
+def _world(parse: float, grounding: float, share: float, grounded_rate: float) -> dict:
+    stage = {"parse_rate": parse, "grounding_rate": grounding, "grounded_share": share,
+             "grounded_state_violation_rate": grounded_rate, "state_violation_rate_at_world_mix": grounded_rate / 2}
+    return {"world": {"stage_one": stage, "final": {**stage, "grounded_state_violation_rate": grounded_rate + 0.1}}}
+
+
+def _keep(root, name: str, variant: str, evaluate: dict) -> None:
+    folder = root / "outputs" / name
+    (folder / "metrics" / "evaluate").mkdir(parents=True)
+    (folder / "metrics" / "evaluate" / f"{variant}.json").write_text(json.dumps(evaluate))
+    (folder / RUN_FILE).write_text("{}")
+
+
+@pytest.fixture
+def spec(tmp_path):
+    arms = {"eric": {"variants": ["eric"]}, "eric_no_state": {"variants": ["eric_no_state"]},
+            "bart": {"variants": ["bart"]}}
+    (tmp_path / "study.yaml").write_text(yaml.safe_dump({"title": "t", "grids": {"world": {
+        "seeds": [1, 2, 3], "arms": arms}}}))
+    for seed, noise in zip((1, 2, 3), (-0.01, 0.0, 0.01)):
+        _keep(tmp_path, f"world-bart-seed{seed}", "bart", _world(0.97, 0.05, 0.85, 0.50 + noise))
+        _keep(tmp_path, f"world-eric-seed{seed}", "eric", _world(0.97, 0.20, 0.85, 0.40 + 2 * noise))
+        if seed < 3:  # one seed missing: the pair with it is over the seeds both kept
+            _keep(tmp_path, f"world-eric_no_state-seed{seed}", "eric_no_state", _world(0.9, 0.05, 0.9, 0.40 - noise))
+    return load_study(tmp_path)
+
+
+def _line(table: str, start: str) -> str:
+    return next(line for line in table.splitlines() if line.startswith(f"| {start} "))
+
+
+def test_fluency_needs_all_three_lines(spec):
+    table = page.fluency_table(spec=spec)
+    assert _line(table, "BART").endswith("| 97.0 [97.0, 97.0] | 0.050 [0.050, 0.050] | 85.0 [85.0, 85.0] | yes |")
+    assert _line(table, "ERIC").endswith("| no |")  # grounding violations 0.20 > 0.10
+    assert _line(table, "ERIC w/o s_n").endswith("| no |")  # parses 90% < 95%
+
+
+def test_per_seed_rates_and_their_means(spec):
+    table = page.seeds_table(spec=spec)
+    assert "| BART | 97.0 / 85.0 / 0.490; 97.0 / 85.0 / 0.500; 97.0 / 85.0 / 0.510 | 0.500 [0.475, 0.525] | 0.250 [" in table
+
+
+def test_verdicts_are_paired_by_seed_and_need_the_interval_to_exclude_zero(spec):
+    table = page.grounded_pairs(spec=spec)
+    eric_bart = _line(table, "ERIC − BART")
+    assert "| -0.110, -0.100, -0.090 | -0.100 [-0.125, -0.075] | yes: A breaks fewer |" in eric_bart
+    no_state = _line(table, "ERIC − ERIC w/o s_n")
+    assert "| -0.030, +0.000 |" in no_state and no_state.endswith("| no |")  # seeds 1 and 2 only; spans 0
+    final = page.grounded_pairs(form="final", spec=spec)
+    assert "| -0.100 [-0.125, -0.075] |" in _line(final, "ERIC − BART")  # both +0.1 on the final texts
+    assert page.verdict(page.seed_interval([0.1])) == "no: fewer than two seeds"
+    assert page.verdict(page.seed_interval([0.1, 0.2, 0.15])) == "yes: A breaks more"
