@@ -150,6 +150,7 @@ class SampleParams(Section):
     mention_top_k: int = Field(0, ge=0)
     mention_max_length: int = Field(128, ge=4)
     decode_step: Literal[DECODE_STEPS] = "dynamic"  # both stages (DECODE_STEPS above)
+    states: Literal["predicted", "reference", "random"] = "predicted"  # the bounds: the reference's entity and state, or uniform states
     seed: int | None = None  # null: the top-level seed
     out_dir: str = "outputs/samples"  # <variant>.parquet
 

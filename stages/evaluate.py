@@ -225,7 +225,7 @@ def world_curve(params: Params, variant: str) -> dict:
     rows = _world_rows(params, "test", params.evaluate.world.curve_inputs)
     sources = [r["source"] for r in rows]
     options = SamplingOptions.from_params(params, progress=False)
-    texts = sample_snapshots(found, sources, options, device_kind())
+    texts = sample_snapshots(found, sources, options, device_kind(), references=rows)
     return curve(texts, sources, resolve_path(t.plots_dir) / f"{variant}_val.csv",
                  names=not params.model.variants[variant].two_stage, max_units=params.evaluate.max_units)
 

@@ -111,14 +111,9 @@ class StateUsage:
 def gold_states(model, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
     """(state ids [B, N] (-1 = none), events [B, N, D]) of a collated batch: the units the
     model gives a state in training, each e_n from the sentence encoder quantized to its
-    nearest state. Only the sentence encoder runs (no decoder, no LM head): the same ids
-    as `model(**batch).state_ids`, a few times faster."""
-    positions = batch["entity_positions"]
-    with_state = model.planned_units(batch["entity_ids"])[1] & (positions >= 0)
-    with torch.no_grad():
-        events = model.unit_events(batch["labels"], with_state, torch.where(with_state, positions, -1))
-        indices = model.state_space.nearest(events)
-    return torch.where(with_state, indices, -1), events
+    nearest state (the model's `reference_states`: no decoder, no LM head, the same ids as
+    `model(**batch).state_ids`, a few times faster)."""
+    return model.reference_states(batch["labels"], batch["entity_ids"], batch["entity_positions"])
 
 
 def training_state_usage(

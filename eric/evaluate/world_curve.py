@@ -52,14 +52,15 @@ def world_curve(points: list[tuple[int, list[str]]], scenes: list[str], val_plot
     return {k: [r[k] for r in rows] for k in (rows[0] if rows else ())}
 
 
-def sample_snapshots(found: list[tuple[int, Path]], sources: list[str], options, device: str = "cpu"
-                     ) -> list[tuple[int, list[str]]]:
-    """(step, stage-one texts) of each snapshot for `sources` (the sampler's SamplingOptions)."""
+def sample_snapshots(found: list[tuple[int, Path]], sources: list[str], options, device: str = "cpu",
+                     references: list[dict] | None = None) -> list[tuple[int, list[str]]]:
+    """(step, stage-one texts) of each snapshot for `sources` (the sampler's SamplingOptions;
+    `references`: their stage-one rows, for `sample.states: reference`)."""
     from eric.generate.loading import load_stage_one
     from eric.generate.sampler import sample_stage_one
 
     out = []
     for step, folder in found:
         model, tokenizer = load_stage_one(folder, device)
-        out.append((step, [s.text for s in sample_stage_one(model, tokenizer, sources, options)]))
+        out.append((step, [s.text for s in sample_stage_one(model, tokenizer, sources, options, references)]))
     return out

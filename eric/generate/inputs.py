@@ -9,7 +9,7 @@ gold target with the names put back (`deanonymize`), scored as the human side.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from eric.generate.errors import SampleError
@@ -20,6 +20,7 @@ class StoryInput:
     id: str
     input: str
     reference: str | None = None
+    row: dict | None = field(default=None, compare=False, repr=False)  # the stage-one row (reference units)
 
 
 def read_inputs(path: str | Path, limit: int | None = None) -> list[StoryInput]:
@@ -48,7 +49,7 @@ def _read_parquet(path: Path) -> list[StoryInput]:
     rows = []
     for i, row in enumerate(table.to_pylist()):
         reference = deanonymize(row["target"] or "", row["mentions"] or []) if has_reference else None
-        rows.append(StoryInput(str(row.get("id") or i), row["source"] or "", reference))
+        rows.append(StoryInput(str(row.get("id") or i), row["source"] or "", reference, row if has_reference else None))
     return rows
 
 

@@ -24,6 +24,7 @@ from tqdm.auto import tqdm
 from transformers.generation import CompileConfig
 
 from eric.config import MentionsParams, ModelParams, Params, PreprocessParams, SampleParams
+from eric.generate.errors import SampleError
 from eric.generate.inputs import StoryInput
 from eric.generate.loading import is_two_stage
 from eric.generate.merge import PLACEHOLDER, NamePool, merge_mentions, parse_mentions
@@ -37,6 +38,7 @@ class SamplingOptions(SampleParams):
     max_source_length: int = ModelParams.model_fields["max_source_length"].default  # model.max_source_length
     mention_max_source_length: int = MentionsParams.model_fields["max_source_length"].default  # mentions.max_source_length
     separator: str = PreprocessParams.model_fields["stage_two_separator"].default  # between input and stage-one text
+    entity_choice: str = ModelParams.model_fields["entity_choice"].default  # model.entity_choice (states: reference)
     seed: int = 42  # the sample seed, else the top-level one
     progress: bool = True
 
@@ -45,7 +47,7 @@ class SamplingOptions(SampleParams):
         s = params.sample
         return cls(**s.model_dump(exclude={"seed"}), max_source_length=params.model.max_source_length,
                    mention_max_source_length=params.mentions.max_source_length,
-                   separator=params.preprocess.stage_two_separator,
+                   separator=params.preprocess.stage_two_separator, entity_choice=params.model.entity_choice,
                    seed=params.seed if s.seed is None else s.seed, progress=progress)
 
     def as_dict(self) -> dict:
@@ -79,22 +81,51 @@ def _batches(items: list, size: int, progress: bool, desc: str):
         yield items[start : start + size]
 
 
-def sample_stage_one(model, tokenizer, inputs: list[str], options: SamplingOptions) -> list[StageOneSample]:
-    """Stage-one stories for `inputs`, with the planned entity and state of every unit."""
+def sample_stage_one(model, tokenizer, inputs: list[str], options: SamplingOptions,
+                     references: list[dict | None] | None = None) -> list[StageOneSample]:
+    """Stage-one stories for `inputs`, with the planned entity and state of every unit;
+    `references`: their stage-one rows, which `states: reference` plans from."""
     device = model.device
     generator = torch.Generator(device=device).manual_seed(options.seed)
     samples: list[StageOneSample] = []
     decoding = stage_one_decoding(model, options)
-    for batch in _batches(inputs, options.batch_size, options.progress, "stage one"):
-        enc = tokenizer(batch, truncation=True, max_length=options.max_source_length, padding=True,
+    references = references if references is not None else [None] * len(inputs)
+    for batch in _batches(list(zip(inputs, references)), options.batch_size, options.progress, "stage one"):
+        texts = [text for text, _ in batch]
+        enc = tokenizer(texts, truncation=True, max_length=options.max_source_length, padding=True,
                         return_tensors="pt").to(device)
         out = model.generate(
             enc["input_ids"], enc["attention_mask"], max_new_tokens=options.max_length, **decoding,
             no_repeat_ngram_size=options.no_repeat_ngram_size, entity_temperature=options.entity_temperature,
             max_units=options.max_units, generator=generator, decode_step=options.decode_step,
+            **_plan(model, tokenizer, [row for _, row in batch], options),
         )
         samples.extend(_stage_one_sample(out, row, tokenizer, model.config) for row in range(len(batch)))
     return samples
+
+
+def _plan(model, tokenizer, rows: list[dict | None], options: SamplingOptions) -> dict:
+    """`generate`'s plan keyword for `sample.states` (eric/model/generation.py UnitPlan): none for
+    `predicted`; a uniform state at every unit for `random`; for `reference`, each unit's entity
+    as the training collator draws it from the reference and the state the sentence encoder
+    reads off the reference's unit (what the states can do at best)."""
+    if options.states == "predicted":
+        return {}
+    if not getattr(model.config, "use_state", False):
+        raise SampleError(f"sample.states: {options.states} needs a model with entity states; this one has none")
+    from eric.model.generation import UnitPlan
+
+    if options.states == "random":
+        return {"plan": UnitPlan(random_states=True)}
+    if any(row is None for row in rows):
+        raise SampleError("sample.states: reference needs a stage-one split with targets (the reference's units)")
+    from eric.data.collate import StageOneCollator
+
+    collator = StageOneCollator(tokenizer, options.max_source_length, options.max_length, model.config.max_entities,
+                                entity_choice=options.entity_choice, seed=options.seed)
+    batch = {k: v.to(model.device) for k, v in collator(rows).items() if isinstance(v, torch.Tensor)}
+    states, _ = model.reference_states(batch["labels"], batch["entity_ids"], batch["entity_positions"])
+    return {"plan": UnitPlan(entity_ids=batch["entity_ids"].clamp(min=-1), state_ids=states)}
 
 
 def _stage_one_sample(out, row: int, tokenizer, config) -> StageOneSample:
@@ -164,7 +195,7 @@ def sample_stories(
 ) -> list[dict]:
     """Both stages and the merge; one row per input (the SAMPLES schema in eric/generate/schema.py)."""
     texts = [row.input for row in inputs]
-    stage_one = sample_stage_one(model, tokenizer, texts, options)
+    stage_one = sample_stage_one(model, tokenizer, texts, options, [row.row for row in inputs])
     stories = [s.text for s in stage_one]
     if mention_model is not None and is_two_stage(model):
         mention_texts = generate_mentions(mention_model, mention_tokenizer or tokenizer, texts, stories, options)

@@ -19,6 +19,11 @@ cached step runs: `dynamic` (caches that grow), `static` (fixed shapes) or `comp
 transformers) and, per unit, the entity class (0 = <none>, i+1 = <ei>, -100 = no
 unit) and the state id (-1 = no state).
 
+A `UnitPlan` replaces steps 2-3 from outside, for the bounds of what states can do: the
+reference's entity and the state the sentence encoder reads off the reference's unit
+(`entity_ids`, `state_ids`, per unit; a unit past them is planned as usual), or a state
+drawn uniformly at every unit (`random_states`).
+
 Contrastive search (SimCTG, Su et al., NeurIPS 2022; transformers' `penalty_alpha` + `top_k`):
 with `penalty_alpha` set (not None) and `top_k` = k > 1, each step takes the k most likely
 tokens v (after the logits processors, no sampling warpers), reads each one step ahead to
@@ -75,6 +80,25 @@ class EricGenerationOutput:
                 break
             pairs.append(("<none>" if cls == 0 else f"<e{cls - 1}>", state))
         return pairs
+
+
+@dataclass
+class UnitPlan:
+    """Units fixed from outside (module doc): [B, U] entity classes (< 0: the planner's) and state
+    ids (< 0: the predictor's) of units 0..U-1; `random_states`: every state drawn uniformly."""
+
+    entity_ids: torch.Tensor | None = None
+    state_ids: torch.Tensor | None = None
+    random_states: bool = False
+
+
+def _unit_column(values: torch.Tensor | None, index: torch.Tensor) -> torch.Tensor | None:
+    """values[b, index[b]] for each row b, -1 where index[b] is past the last column."""
+    if values is None:
+        return None
+    inside = index < values.shape[1]
+    picked = values.gather(1, index.clamp(0, values.shape[1] - 1)[:, None])[:, 0]
+    return torch.where(inside, picked, -1)
 
 
 class GrowingBuffer:
@@ -165,6 +189,7 @@ class EricGenerationMixin:
         generator: torch.Generator | None = None,
         penalty_alpha: float | None = None,
         decode_step: str = "dynamic",
+        plan: UnitPlan | None = None,
     ) -> EricGenerationOutput:
         config = self.config
         if decode_step not in DECODE_STEPS:
@@ -216,7 +241,8 @@ class EricGenerationMixin:
                 unit_counts += reads_sent.long()
                 if config.use_entity:
                     unit_embed = self._plan_units(
-                        step_state, tokens, reads_sent, unit_counts, do_sample, entity_temperature, generator, records
+                        step_state, tokens, reads_sent, unit_counts, do_sample, entity_temperature, generator, records,
+                        plan,
                     )
             hidden = step_state.decode(tokens, unit_embed, encoder_hidden, attention_mask, reads_sent, any_sent)
             if context is not None:
@@ -256,7 +282,8 @@ class EricGenerationMixin:
         in something computed once from the encoder output (PlanAhead's plan) overrides it."""
         return self.lm_logits
 
-    def _plan_units(self, step_state, tokens, reads_sent, unit_counts, do_sample, entity_temperature, generator, records):
+    def _plan_units(self, step_state, tokens, reads_sent, unit_counts, do_sample, entity_temperature, generator, records,
+                    plan: UnitPlan | None = None):
         """Entity and state for the rows about to read a sentence token; returns their input [B, 1, d]."""
         config = self.config
         plan_rows = reads_sent if config.first_unit_state else reads_sent & (unit_counts > 1)
@@ -267,6 +294,10 @@ class EricGenerationMixin:
             classes = torch.multinomial(probs, 1, generator=generator)[:, 0]
         else:
             classes = entity_logits.argmax(dim=-1)
+        unit = unit_counts - 1  # the unit about to start, 0-based
+        given = _unit_column(plan.entity_ids, unit) if plan is not None else None
+        if given is not None:
+            classes = torch.where(given >= 0, given, classes)
         classes = torch.where(plan_rows, classes, 0)
         unit_embed = self.entity_embedding(classes)
         state_ids = torch.full_like(classes, -1)
@@ -276,6 +307,10 @@ class EricGenerationMixin:
             # nearest + lookup: the quantizer's ids and state values without its training-only
             # dense-gradient and straight-through arithmetic (values equal to float rounding)
             nearest, states = self.state_space.nearest_states(predicted)
+            forced = _forced_states(plan, unit, self.state_space.num_states, generator)
+            if forced is not None:
+                nearest = torch.where(forced >= 0, forced, nearest)
+                states = self.state_space.lookup(nearest)
             state_ids = torch.where(has_entity, nearest, -1)
             state_embed = self.state_input(states.to(self.state_input.weight.dtype))
             unit_embed = unit_embed + state_embed * has_entity[:, None].to(state_embed.dtype)
@@ -291,6 +326,15 @@ class EricGenerationMixin:
             processors.append(MinNewTokensLengthLogitsProcessor(1, min_new_tokens, self.config.eos_token_id, device))
         processors.extend(sampling_warpers(do_sample, temperature, top_k, top_p))
         return processors
+
+
+def _forced_states(plan: UnitPlan | None, unit: torch.Tensor, num_states: int, generator) -> torch.Tensor | None:
+    """The state id each row must take at `unit` (-1: its own prediction), or None."""
+    if plan is None:
+        return None
+    if plan.random_states:
+        return torch.randint(num_states, unit.shape, generator=generator, device=unit.device)
+    return _unit_column(plan.state_ids, unit)
 
 
 def sampling_warpers(do_sample: bool, temperature: float, top_k: int, top_p: float) -> LogitsProcessorList:

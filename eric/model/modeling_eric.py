@@ -375,6 +375,16 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
         embeddings = self.sentence_encoder.embed_tokens or self.model.shared
         return self.sentence_encoder(labels, embeddings, needed, positions, focal=units.shape[1])
 
+    @torch.no_grad()
+    def reference_states(self, labels: torch.Tensor, entity_ids: torch.Tensor, entity_positions: torch.Tensor
+                         ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(state ids [B, N] (-1 = none), e_n [B, N, D]) of a collated batch's gold target: the units
+        the model gives a state in training, each e_n from the sentence encoder quantized to its
+        nearest state. Only the sentence encoder runs: the same ids as `forward(...).state_ids`."""
+        with_state = self.planned_units(entity_ids)[1] & (entity_positions >= 0)
+        events = self.unit_events(labels, with_state, torch.where(with_state, entity_positions, -1))
+        return torch.where(with_state, self.state_space.nearest(events), -1), events
+
     def _unit_inputs(self, layout, entity_ids, labels, entity_positions, hard_negative_positions, state_ids):
         config = self.config
         planned, has_entity = self.planned_units(entity_ids, layout.unit_exists)

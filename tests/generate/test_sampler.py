@@ -221,3 +221,45 @@ def test_original_decoding_samples_eric_as_shared_and_simctg_by_contrastive_sear
     direct = simctg.generate(enc["input_ids"], enc["attention_mask"], max_new_tokens=OPTIONS.max_length,
                              penalty_alpha=0.6, top_k=5)
     assert contrastive == [_stage_one_sample(direct, row, tokenizer, simctg.config) for row in range(len(texts))]
+
+
+def test_reference_states_plan_each_unit_from_the_reference(models, inputs):
+    """states: reference gives unit n the entity the training collator draws from the reference's
+    unit n and the state the sentence encoder reads off it (the upper bound of what states do)."""
+    from eric.data.collate import StageOneCollator
+
+    model, tokenizer, _, _ = models
+    rows = [r.row for r in inputs[:3]]
+    options = SamplingOptions(**{**OPTIONS.__dict__, "states": "reference", "max_length": 40})
+    samples = sample_stage_one(model, tokenizer, [r.input for r in inputs[:3]], options, rows)
+    collator = StageOneCollator(tokenizer, options.max_source_length, options.max_length, model.config.max_entities,
+                                entity_choice=options.entity_choice, seed=options.seed)
+    batch = collator(rows)
+    gold, _ = model.reference_states(batch["labels"], batch["entity_ids"], batch["entity_positions"])
+    compared = 0
+    for b, sample in enumerate(samples):
+        for n, (entity, state) in enumerate(zip(sample.unit_entities, sample.unit_states)):
+            if entity is None or n >= batch["entity_ids"].shape[1] or batch["entity_ids"][b, n] < 0:
+                continue  # not planned, or past the reference's units: the model's own plan
+            cls = int(batch["entity_ids"][b, n])
+            assert entity == ("<none>" if cls == 0 else f"<e{cls - 1}>")
+            if gold[b, n] >= 0:
+                assert state == int(gold[b, n])
+                compared += 1
+    assert compared >= 2
+    own = sample_stage_one(model, tokenizer, [r.input for r in inputs[:3]], SamplingOptions(**{**options.__dict__,
+                                                                                               "states": "predicted"}))
+    assert [s.unit_states for s in own] != [s.unit_states for s in samples]
+
+
+def test_the_bounds_need_references_and_a_model_with_states(models, inputs, tiny_project):
+    model, tokenizer, _, _ = models
+    reference = SamplingOptions(**{**OPTIONS.__dict__, "states": "reference"})
+    with pytest.raises(SampleError, match="stage-one split with targets"):
+        sample_stage_one(model, tokenizer, ["An input alone."], reference)
+    random = SamplingOptions(**{**OPTIONS.__dict__, "states": "random"})
+    drawn = sample_stage_one(model, tokenizer, [r.input for r in inputs[:3]], random)
+    assert drawn == sample_stage_one(model, tokenizer, [r.input for r in inputs[:3]], random)  # seeded
+    bart, bart_tokenizer = load_stage_one(tiny_project / "models" / "stage_one" / "bart")
+    with pytest.raises(SampleError, match="needs a model with entity states"):
+        sample_stage_one(bart, bart_tokenizer, ["An input."], random)

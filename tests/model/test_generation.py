@@ -207,3 +207,35 @@ def test_each_contrastive_step_picks_the_formulas_argmax():
             scores = contrastive_scores(top, ahead.float(), hidden[:, : t + 1].float(), alpha)
             chosen = candidates.gather(1, scores.argmax(-1, keepdim=True))[:, 0]
             assert torch.equal(chosen[live], seq[live, t + 1])
+
+
+def test_a_unit_plan_fixes_the_entity_and_state_of_the_units_it_covers():
+    """The bounds of what states can do: the reference's entity and state at units 0..U-1 (a
+    negative entry, or a unit past U, is the model's own plan), or a uniform state at every unit."""
+    from eric.model.generation import UnitPlan
+
+    model, batch = _model(), make_batch(rows=3)
+    kwargs = dict(max_new_tokens=40, do_sample=False, no_repeat_ngram_size=2)
+    own = model.generate(batch["input_ids"], batch["attention_mask"], **kwargs)
+    units = own.entity_ids.shape[1]
+    assert units >= 4
+    entities = torch.tensor([[1, 2, -1], [3, 3, 3], [-1, 1, 2]])
+    states = torch.tensor([[5, 6, 7], [-1, 2, 2], [9, 9, -1]])
+    planned = model.generate(batch["input_ids"], batch["attention_mask"], plan=UnitPlan(entities, states), **kwargs)
+    got_entities, got_states = planned.entity_ids, planned.state_ids
+    first = 0 if model.config.first_unit_state else 1  # unit 0 has no plan in the code's setting
+    for b in range(3):
+        for n in range(first, 3):
+            if got_entities[b, n] < 0:
+                continue  # the row wrote fewer units
+            assert got_entities[b, n] == (entities[b, n] if entities[b, n] >= 0 else got_entities[b, n])
+            if entities[b, n] >= 0 and states[b, n] >= 0:
+                assert got_states[b, n] == states[b, n]
+    assert int((got_entities[:, first:3] == entities[:, first:3]).sum()) >= 4
+    drawn = model.generate(batch["input_ids"], batch["attention_mask"], plan=UnitPlan(random_states=True),
+                           generator=torch.Generator().manual_seed(0), **kwargs)
+    again = model.generate(batch["input_ids"], batch["attention_mask"], plan=UnitPlan(random_states=True),
+                           generator=torch.Generator().manual_seed(0), **kwargs)
+    assert torch.equal(drawn.state_ids, again.state_ids)
+    with_state = drawn.state_ids[drawn.state_ids >= 0]
+    assert len(set(with_state.tolist())) >= 3 and not torch.equal(drawn.state_ids, own.state_ids)
