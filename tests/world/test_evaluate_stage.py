@@ -119,8 +119,9 @@ def test_probes_lines_and_the_learning_curve(world_project):
     lines = eric["lines"]
     assert lines["batches"] == 2 and lines["val_texts"] == 4
     for which in ("batch", "text", "entity"):
-        assert {"anchors", "chance", "identity", "oracle", "oracle_identity"} == set(lines[which])
-        assert 0 < lines[which]["oracle"]["vs_chance"]
+        assert {"anchors", "chance", "identity", "prior", "prior_identity", "oracle", "oracle_identity"} == set(
+            lines[which])
+        assert 0 < lines[which]["oracle"]["vs_chance"] and lines[which]["prior"]["loss"] is not None
     assert lines["entity"]["identity"]["vs_chance"] == 1.0 and lines["batch"]["identity"]["vs_chance"] < 1
     # the plots hold no entity-candidate columns: a run before them
     assert lines["model"] == {"train": 0.625, "val": 0.5, "entity_train": None, "entity_val": None}
