@@ -68,11 +68,10 @@ class LabelPrior:
     nothing of the prefix can reach through the targets alone."""
 
     def __init__(self, own: Counter, later: Counter, rows: list[dict]):
-        labels = set(own) | set(later)
         self.anchors, self.later_weight = sum(own.values()), sum(later.values())  # equal: 1 per anchor
-        own_total, later_total = sum(own.values()) or 1.0, sum(later.values()) or 1.0
-        self.scores = {label: math.log(max(own[label] / own_total, FLOOR)) - math.log(max(later[label] / later_total, FLOOR))
-                       for label in labels}
+        share = lambda counts, total, label: math.log(max(counts[label] / (total or 1.0), FLOOR))  # noqa: E731
+        self.scores = {label: share(own, self.anchors, label) - share(later, self.later_weight, label)
+                       for label in set(own) | set(later)}
         self.rows = {r["id"]: r for r in rows}
 
     @classmethod
@@ -80,11 +79,11 @@ class LabelPrior:
         """Counted on `train_rows` (the loop's collator and draws), to score candidates of `rows`."""
         own, later = Counter(), Counter()
         by_id = {r["id"]: r for r in train_rows}
+        label = lambda c: unit_label(by_id[c.story], c.unit, c.entity)  # noqa: E731
         for start in range(0, len(train_rows), batch_size):
             chunk = train_rows[start:start + batch_size]
             pairs = batch_pairs(collator(chunk), [r["id"] for r in chunk], collator.entity_class)
             allowed, counted = candidate_mask(pairs, "entity")
-            label = lambda c: unit_label(by_id[c.story], c.unit, c.entity)  # noqa: E731
             for i in counted.nonzero().flatten().tolist():
                 own[label(pairs.anchors[i])] += 1
                 others = [j for j in allowed[i].nonzero().flatten().tolist() if j != i]

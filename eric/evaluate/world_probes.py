@@ -28,6 +28,7 @@ With states, also `predicted_is_gold` (the predictor's exact hit rate) and `cosi
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import lru_cache
 
 from eric.evaluate.state_probe import (
     CosineReader,
@@ -51,11 +52,19 @@ def unit_labels(row: dict, n: int) -> dict[str, str] | None:
         return None
     found = true_labels(row, n)
     k = int(PLACEHOLDER.fullmatch(found["entity"]).group(1))
-    scene = parse_scene(row["source"])
-    before = row["world_states"][n - 1][k] if n else {"condition": "well", "location": scene.characters[k].location}
+    places, starts = _scene(row["source"])
+    before = row["world_states"][n - 1][k] if n else {"condition": "well", "location": starts[k]}
     found["condition_before"] = before["condition"]  # every scene starts well
-    found["location_before"] = f"place {scene.places.index(before['location'])}"
+    found["location_before"] = f"place {places.index(before['location'])}"
     return {name: found[name] for name in LABELS}
+
+
+@lru_cache(maxsize=64)
+def _scene(scene: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(the scene's places in order, each character's starting place): parsed once per story,
+    not once per unit."""
+    world = parse_scene(scene)
+    return tuple(world.places), tuple(c.location for c in world.characters)
 
 
 def _joined(row: dict, n: int) -> str | None:
