@@ -77,6 +77,25 @@ def fluency_table(grid: str = "world", spec: StudySpec | None = None) -> str:
                            "fluent (>= 95%, <= 0.10, >= 80%)"], rows)
 
 
+def fluency_curve(grid: str = "fluency", spec: StudySpec | None = None) -> str:
+    """Per arm and snapshot of the fluency grid: what the checker says of the texts that snapshot
+    writes (eric/evaluate/world_curve.py), the validation LM loss, and whether it meets FLUENT."""
+    rows = []
+    for arm, seeds in runs(grid, spec).items():
+        for seed, world in seeds.items():
+            curve = world.get("curve") or {}
+            for i, step in enumerate(curve.get("step", [])):
+                at = {k: (curve.get(k) or [None] * (i + 1))[i] for k in (*FLUENT, "val_lm_loss")}
+                fluent = all(_meets(at[field], rule) for field, rule in FLUENT.items())
+                rows.append([NAMES.get(arm, arm), str(seed), str(step), fmt(at["parse_rate"], pct=True),
+                             fmt(at["grounding_rate"]), fmt(at["grounded_share"], pct=True),
+                             fmt(at["val_lm_loss"]), "yes" if fluent else "no"])
+    if not rows:
+        return NONE_YET
+    return markdown_table(["arm", "seed", "step", "parse rate %", "grounding viol. / parsed unit",
+                           "grounded % of parsed", "val LM loss", "fluent"], rows)
+
+
 def seeds_table(grid: str = "world", form: str = "stage_one", spec: StudySpec | None = None) -> str:
     """Per arm and seed: parse %, grounded %, state violations per grounded unit; the means of
     the grounded rate and of the rate standardized to the world's event mix."""
@@ -130,6 +149,7 @@ def grounded_pairs(grid: str = "world", form: str = "stage_one", spec: StudySpec
 
 BLOCKS: dict[str, Callable[[], str]] = {
     "entityworld-fluency": fluency_table,
+    "entityworld-fluency-curve": fluency_curve,
     "entityworld-seeds": seeds_table,
     "entityworld-pairs": grounded_pairs,
     "entityworld-pairs-final": lambda: grounded_pairs(form="final"),

@@ -29,8 +29,13 @@ def _keep(root, name: str, variant: str, evaluate: dict) -> None:
 def spec(tmp_path):
     arms = {"eric": {"variants": ["eric"]}, "eric_no_state": {"variants": ["eric_no_state"]},
             "bart": {"variants": ["bart"]}}
-    (tmp_path / "study.yaml").write_text(yaml.safe_dump({"title": "t", "grids": {"world": {
-        "seeds": [1, 2, 3], "arms": arms}}}))
+    (tmp_path / "study.yaml").write_text(yaml.safe_dump({"title": "t", "grids": {
+        "world": {"seeds": [1, 2, 3], "arms": arms},
+        "fluency": {"seeds": [1], "arms": {"bart": {"variants": ["bart"]}}}}}))
+    curve = {"step": [1000, 2000], "parse_rate": [0.93, 0.96], "grounding_rate": [0.4, 0.08],
+             "grounded_share": [0.5, 0.81], "val_lm_loss": [1.2, 0.9]}
+    fluent = _world(0.96, 0.08, 0.81, 0.5)
+    _keep(tmp_path, "fluency-bart-seed1", "bart", {"world": {**fluent["world"], "curve": curve}})
     for seed, noise in zip((1, 2, 3), (-0.01, 0.0, 0.01)):
         _keep(tmp_path, f"world-bart-seed{seed}", "bart", _world(0.97, 0.05, 0.85, 0.50 + noise))
         _keep(tmp_path, f"world-eric-seed{seed}", "eric", _world(0.97, 0.20, 0.85, 0.40 + 2 * noise))
@@ -65,3 +70,10 @@ def test_verdicts_are_paired_by_seed_and_need_the_interval_to_exclude_zero(spec)
     assert "| -0.100 [-0.125, -0.075] |" in _line(final, "ERIC − BART")  # both +0.1 on the final texts
     assert page.verdict(page.seed_interval([0.1])) == "no: fewer than two seeds"
     assert page.verdict(page.seed_interval([0.1, 0.2, 0.15])) == "yes: A breaks more"
+
+
+def test_the_fluency_curve_marks_the_first_snapshot_that_meets_every_line(spec):
+    table = page.fluency_curve(spec=spec)
+    assert _line(table, "BART").startswith("| BART | 1 | 1000 | 93.0 | 0.400 | 50.0 | 1.200 | no |")
+    assert table.splitlines()[-1] == "| BART | 1 | 2000 | 96.0 | 0.080 | 81.0 | 0.900 | yes |"
+    assert _line(page.fluency_table(spec=spec), "BART").startswith("| BART | 3 |")  # the world grid's own runs
