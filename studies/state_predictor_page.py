@@ -26,7 +26,8 @@ CANDIDATES = {"batch": "the batch (paper)", "text": "the anchor's text", "entity
 LINES = {"identity": "identity", "prior": "anchor-blind prior", "prior_identity": "prior + identity",
          "oracle": "oracle", "oracle_identity": "oracle + identity"}
 PROBES = {"predicted_vector": "predicted ê_n", "predicted_state_vector": "its state",
-          "linear": "the decoder at the unit's start", "gold_vector": "gold e_n"}
+          "linear": "the decoder at the unit's start", "gold_vector": "gold e_n",
+          "identity": "which entity alone (no model)"}
 LABELS = {"event": "next event kind", "condition_before": "condition before the unit",
           "location_before": "location before the unit"}
 BLIND = "blind"  # the arm whose e^_n is one learned vector (predictor_input: none): the control

@@ -20,7 +20,11 @@ Probes, each as `<probe>/<label>`:
   sentence encoder's e_n (from the unit itself: the reference);
 - entity: the same regression where the decoder has read the focal character's placeholder
   (two-stage models: a one-stage model reads the stories with their names, as it was
-  trained, and has no placeholder to stop at).
+  trained, and has no placeholder to stop at);
+- identity: no model, the line of knowing only *which* character is planned: the most
+  frequent training label per placeholder <ek>, on the same units. <ek> is the k-th
+  character of the scene sentence, which lists characters place by place, so k alone tells
+  much of where a character starts: a location gain at or below this line is identity.
 With states, also `predicted_is_gold` (the predictor's exact hit rate) and `cosines`
 (how the predicted vector sits among the states).
 """
@@ -77,6 +81,12 @@ def _relabel(pairs, i: int):
     return [replace(u, label=u.label.split("|")[i]) for u in pairs]
 
 
+def identity_votes(pairs, rows: list[dict]):
+    """The same units, each voted by its focal placeholder's index k instead of a state id."""
+    index = lambda u: int(PLACEHOLDER.fullmatch(rows[u.text]["world_focal"][u.unit]).group(1))  # noqa: E731
+    return [replace(u, predicted=index(u)) for u in pairs]
+
+
 def world_probes(model, tokenizer, collator, train_rows: list[dict], test_rows: list[dict], clusters: int,
                  seed: int = 0, one_stage: bool = False) -> dict:
     """Every probe of every label (module doc); rows are stage-one rows with world columns
@@ -103,7 +113,9 @@ def world_probes(model, tokenizer, collator, train_rows: list[dict], test_rows: 
     test_reads = read_units(model, collator, test_rows, readers(cosines=True))
     vectors = (train_reads["linear"], test_reads["linear"])
     at_entity = (([], None), ([], None)) if one_stage else (train_reads["entity"], test_reads["entity"])
-    voted = {"hidden": ("predicted", quantize_hidden(*vectors, clusters, seed=seed))}
+    voted = {"hidden": ("predicted", quantize_hidden(*vectors, clusters, seed=seed)),
+             "identity": ("predicted", (identity_votes(vectors[0][0], train_rows),
+                                        identity_votes(vectors[1][0], test_rows)))}
     read = {"linear": vectors, "entity": at_entity}
     if has_states:
         (train_states, train_x), (test_states, test_x) = train_reads["states"], test_reads["states"]

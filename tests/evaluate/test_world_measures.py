@@ -21,7 +21,7 @@ from eric.evaluate.world_curve import snapshots, world_curve
 from eric.evaluate.lm_loss import val_batches
 from eric.evaluate.world_lines import LabelPrior, contrastive_ratios, critic_lines, oracle_event_probe
 from eric.evaluate.world_mix import kind_columns, standardized
-from eric.evaluate.world_probes import unit_labels
+from eric.evaluate.world_probes import identity_votes, unit_labels
 from eric.world.checker import check_story
 from eric.world.corpus import stage_one_row
 from eric.world.generate import generate_stories
@@ -123,6 +123,17 @@ def test_a_majority_probe_of_state_ids_against_the_majority_class():
     assert by_state.accuracy == 1.0 and by_state.majority == 0.5
     constant = majority_probe(train, test, "gold", resamples=50)  # one gold state for all: the majority
     assert constant.accuracy == constant.majority
+
+
+def test_the_identity_line_votes_by_the_focal_placeholder_alone():
+    rows = [{"world_focal": ["<e0>", "<e1>", "<e0>"]}, {"world_focal": ["<e1>", "<e1>", "<e2>"]}]
+    labels = {(0, 0): "place 0", (0, 1): "place 1", (0, 2): "place 0", (1, 0): "place 1", (1, 1): "place 0",
+              (1, 2): "place 1"}
+    units = [UnitState(t, n, 7, 7, labels[t, n]) for t, n in labels]  # one state for every unit: no information
+    voted = identity_votes(units, rows)
+    assert [u.predicted for u in voted] == [0, 1, 0, 1, 1, 2] and [u.label for u in voted] == [u.label for u in units]
+    found = majority_probe(voted, voted, "predicted", resamples=50)  # <e0> -> place 0, <e1> -> place 1 (2 of 3)
+    assert found.accuracy == pytest.approx(5 / 6) and found.accuracy > majority_probe(units, units, resamples=50).accuracy
 
 
 @pytest.fixture(scope="module")

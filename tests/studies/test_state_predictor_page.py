@@ -101,11 +101,18 @@ def test_the_targets_are_decided_over_seeds(spec):
 def test_a_run_whose_decoder_read_the_gold_state_has_no_decoder_probe(tmp_path):
     """Runs before the probes read a pass with predicted states (they have no location probe)."""
     (tmp_path / "study.yaml").write_text(yaml.safe_dump({"title": "t", "grids": {"world": {
-        "seeds": [1], "arms": {"old": {"variants": ["eric"]}, "new": {"variants": ["eric"]}}}}}))
+        "seeds": [1], "arms": {"old": {"variants": ["eric"]}, "new": {"variants": ["eric"]},
+                                  "no_identity": {"variants": ["eric"]}}}}}))
     old = _evaluate(0.1, 0.5, 0.5)
     old["world"]["probes"] = {k: v for k, v in old["world"]["probes"].items() if "location_before" not in k}
     _keep(tmp_path, "world-old-seed1", _train(0.6, 0.9), old)
     _keep(tmp_path, "world-new-seed1", _train(0.6, 0.9), _evaluate(0.1, 0.5, 0.5))
+    before_identity = _evaluate(0.1, 0.5, 0.5)  # a run before the identity line
+    before_identity["world"]["probes"] = {k: v for k, v in before_identity["world"]["probes"].items()
+                                          if not k.startswith("identity/")}
+    _keep(tmp_path, "world-no_identity-seed1", _train(0.6, 0.9), before_identity)
     table = page.probes_table(spec=load_study(tmp_path))
-    assert _line(table, "old").endswith("| 0.100 | 0.100 | – | 0.100 |")  # ê_n, its state, decoder, gold e_n
-    assert _line(table, "new").endswith("| 0.100 | 0.100 | 0.100 | 0.100 |")
+    # ê_n, its state, decoder, gold e_n, identity
+    assert _line(table, "old").endswith("| 0.100 | 0.100 | – | 0.100 | 0.100 |")
+    assert _line(table, "new").endswith("| 0.100 | 0.100 | 0.100 | 0.100 | 0.100 |")
+    assert _line(table, "no_identity").endswith("| 0.100 | 0.100 | 0.100 | 0.100 | – |")

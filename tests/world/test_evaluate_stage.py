@@ -106,7 +106,7 @@ def test_probes_lines_and_the_learning_curve(world_project):
     eric, bart = metrics["eric"]["world"], metrics["bart"]["world"]
     labels = ("event", "condition_before", "location_before", "condition")
     probes = ("predicted", "gold", "hidden", "linear", "entity", "predicted_vector", "predicted_state_vector",
-              "gold_vector")
+              "gold_vector", "identity")
     assert {k for k in eric["probes"] if "/" in k} == {f"{p}/{label}" for p in probes for label in labels}
     for label in labels:  # a regression on the vectors: against the training majority, with an interval
         found = eric["probes"][f"predicted_vector/{label}"]
@@ -114,8 +114,12 @@ def test_probes_lines_and_the_learning_curve(world_project):
         assert found["gain_low"] <= found["gain"] <= found["gain_high"] and found["units"] > 0
     assert all(0 <= eric["probes"][k]["majority"] <= 1 for k in eric["probes"] if "/" in k)
     assert eric["probes"]["oracle_event"]["units"] == 6 * EVENTS and "predicted_is_gold" in eric["probes"]
+    # the identity line reads no model, only the units the model's probes read
+    for model in (eric, bart):
+        assert model["probes"]["identity/location_before"]["units"] == model["probes"]["linear/location_before"]["units"]
     # a one-stage model without states: its decoder, read on the named stories
-    assert {k for k in bart["probes"] if "/" in k} == {f"{p}/{label}" for p in ("hidden", "linear") for label in labels}
+    assert {k for k in bart["probes"] if "/" in k} == {f"{p}/{label}" for p in ("hidden", "linear", "identity")
+                                                             for label in labels}
     lines = eric["lines"]
     assert lines["batches"] == 2 and lines["val_texts"] == 4
     for which in ("batch", "text", "entity"):
