@@ -46,9 +46,7 @@ def is_kernel(name: str, views: set[str]) -> bool:
 
 
 def step_inputs(name: str, size: str, args) -> tuple[torch.nn.Module, dict]:
-    model = build(name, size, args.vocab).train()
-    if name == "eric":
-        model.logged_step = False  # the SVD diagnostic runs only on logged steps
+    model = build(name, size, args.vocab).train()  # ERIC's SVD diagnostic is outside the forward
     return model, collate(examples(name, args.batch, args))
 
 

@@ -95,9 +95,7 @@ def build(name: str, size: str, vocab: int, ids) -> torch.nn.Module:
     config = build_config(ModelParams(size=size), "eric", vocab, ids)
     if name != "eric":
         return BartForConditionalGeneration(bart_config(config))
-    model = EricForConditionalGeneration(config)
-    model.logged_step = False
-    return model
+    return EricForConditionalGeneration(config)
 
 
 def to_device(batch: dict, name: str) -> dict:

@@ -98,6 +98,9 @@ class EricOutput(ModelOutput):
     contrastive_entity_chance: torch.Tensor | None = None
     event_cosine: torch.Tensor | None = None  # mean pairwise cosine of the e_n
     event_rank: torch.Tensor | None = None  # effective rank of the e_n (exp entropy of singular values)
+    # what `logged_diagnostics` reads: the e_n of L_CL's anchor slots [B*N, D] and which rows are anchors [B*N]
+    events: torch.Tensor | None = None
+    event_slots: torch.Tensor | None = None
 
     def scalar_terms(self) -> dict[str, torch.Tensor]:
         """Every scalar field that is set (the loss, its terms, diagnostics; a baseline's output
@@ -177,10 +180,6 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
     # the original system's stage-one decoding (`generate` keywords) that `sample.decoding: original`
     # puts over the shared settings; {}: the shared ones (ERIC's paper: top-p 0.9)
     original_decoding: dict = {}
-    # diagnostics that need a host sync on CUDA (the effective rank's SVD) are computed only when
-    # True: the training loop sets it for the steps whose row it logs (and for validation)
-    logged_step: bool = True
-
     @classmethod
     def config_options(cls, options: dict) -> dict:
         """The config fields set by a variant's `options` (validated by its config's `options_model`)."""
@@ -509,8 +508,16 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
             out.contrastive_chance = candidates.sum().clamp(min=1).float().log()
         events = units.events.flatten(0, 1)
         out.event_cosine = losses.event_cosine(events, anchors)
-        if self.logged_step:  # an SVD: a host sync on CUDA, so only where the loop logs a row
-            out.event_rank = losses.effective_rank(events, anchors)
+        out.events, out.event_slots = events.detach(), anchors  # the rank: `logged_diagnostics`
+
+    @torch.no_grad()
+    def logged_diagnostics(self, out: EricOutput) -> None:
+        """What a logged row adds to a forward's output: the effective rank of the e_n. Its SVD
+        synchronizes a CUDA device with the host, so the training loop asks for it only on the
+        steps whose row it logs (and at validation), and outside the forward, so that a compiled
+        forward is one graph for logged and unlogged steps alike."""
+        if out.events is not None and out.event_rank is None:
+            out.event_rank = losses.effective_rank(out.events, out.event_slots)
 
     # -- initialization from a plain BART checkpoint --
     @classmethod

@@ -268,7 +268,7 @@ class Trainer:
 
     def _train_step(self, micro_batches: list[list[int]]) -> None:
         self.engine.train()
-        self._mark_logged_step(self._logs_row(self.state.step + 1))
+        logged = self._logs_row(self.state.step + 1)
         lr = self.engine.get_lr()[0]
         self.throughput.start()
         tokens = 0
@@ -276,6 +276,8 @@ class Trainer:
             host_batch = self._collate(self.train_set, indices)
             tokens += batch_tokens(host_batch)
             outputs = self.engine(**self._on_device(host_batch))
+            if logged:
+                self._logged_diagnostics(outputs)
             self.engine.backward(outputs.loss)
             self.engine.step()
             self.losses.add(step_terms(outputs))
@@ -320,11 +322,11 @@ class Trainer:
         """Whether the loop logs a training row after optimizer step `step` (1-based)."""
         return step % self.settings.log_every == 0 or step >= self.total_steps
 
-    def _mark_logged_step(self, logged: bool) -> None:
-        """Tell a model whose costly diagnostics need a host sync (ERIC's `logged_step`) whether
-        this step's row is logged."""
-        if hasattr(self.engine.module, "logged_step"):
-            self.engine.module.logged_step = logged
+    def _logged_diagnostics(self, outputs) -> None:
+        """The diagnostics only a logged row carries, where the model has some (ERIC's effective
+        rank of the e_n: a host sync on CUDA, outside its compiled forward)."""
+        if hasattr(self.engine.module, "logged_diagnostics"):
+            self.engine.module.logged_diagnostics(outputs)
 
     def _on_device(self, host_batch: dict) -> dict:
         batch = _to_device(host_batch, self.engine.device)
@@ -360,12 +362,12 @@ class Trainer:
     @torch.no_grad()
     def _validate(self) -> None:
         self.engine.eval()
-        self._mark_logged_step(True)
         self._set_collate_epoch(0)  # the same draws at every validation: comparable losses
         sums = Averager()
         for indices in self.val_batches:
             batch = self._batch(self.val_set, indices)
             outputs = self.engine(**batch)
+            self._logged_diagnostics(outputs)
             sums.add(step_terms(outputs), weight=target_tokens(batch) or len(indices))
         self.engine.train()
         self._set_collate_epoch(self.state.step // self.steps_per_epoch)

@@ -165,7 +165,10 @@ class ArchitectureTests:
         model.train()
         with one_thread():
             torch.manual_seed(0)  # the training forward's own draws (dropout is 0; Gumbel noise, etc.)
-            terms = loss_terms(model(**batch, **self.extras(model, batch)))
+            out = model(**batch, **self.extras(model, batch))
+            if hasattr(model, "logged_diagnostics"):  # what a logged training row adds
+                model.logged_diagnostics(out)
+            terms = loss_terms(out)
             sampler = self.sampling_model()
             samples = {name: _int_fields(sampler.generate(batch["input_ids"], batch["attention_mask"], max_new_tokens=12,
                                                           generator=torch.Generator().manual_seed(3), **kwargs))

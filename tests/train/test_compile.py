@@ -158,3 +158,20 @@ def test_the_training_step_compiles_once_for_every_token_budget_shape():
             keys = batch if name == "eric" else ("input_ids", "attention_mask", "labels")
             model(**symbolic_shapes({k: batch[k] for k in keys})).loss.backward()
         assert 1 <= counter.frame_count <= 2, (name, counter.frame_count)
+
+
+def test_a_logged_step_reuses_the_compiled_graph():
+    """The loop logs a row every few steps, and that row's diagnostic (the e_n's effective rank,
+    an SVD that syncs a GPU) is computed outside the forward: a compiled ERIC runs one graph for
+    logged and unlogged steps (while the forward read a per-step switch, a logged step compiled
+    a second one)."""
+    model, batch = tiny_model().train(), make_batch()
+    counter = CompileCounterWithBackend("aot_eager")
+    compile_in_place(model, counter)
+    for logged in (False, True, False, True):
+        out = model(**batch)
+        if logged:
+            model.logged_diagnostics(out)
+        out.loss.backward()
+        assert (out.event_rank is not None) == logged and (not logged or out.event_rank > 1)
+    assert counter.frame_count == 1

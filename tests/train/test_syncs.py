@@ -3,7 +3,8 @@ optimizer step or the loop's bookkeeping reads a device value on the host, so a 
 never drains mid-step. Counted at torch's dispatch level (benchmarks/op_count.py): reading a
 tensor's value (`.item()`, `float()`, `.tolist()`), an operator whose output size depends on the
 data (nonzero, boolean indexing, unique), or a cuSOLVER decomposition is a sync. The SVD of
-the `event_rank` diagnostic runs only on the steps whose row the loop logs."""
+the `event_rank` diagnostic runs only on the steps whose row the loop logs, outside the forward
+(`logged_diagnostics`)."""
 
 from __future__ import annotations
 
@@ -28,16 +29,14 @@ def test_erics_training_forward_and_backward_read_nothing_on_the_host():
     model = tiny_model(seed=0, **REMEDIES).train()
     batch = make_batch(seed=1)
     model(**batch).loss.backward()  # first call: lazy set-up outside the count
-    model.logged_step = False  # what the loop sets on a step whose row it does not log
     with OpCounter() as counter:
         out = model(**batch)
         out.loss.backward()
     assert counter.syncs == 0, counter.counts
     assert counter.total > 500  # the counter really saw the step
     assert torch.isfinite(out.loss) and out.event_rank is None and torch.isfinite(out.event_cosine)
-    model.logged_step = True  # a logged step: the effective rank's SVD, its one sync
-    with OpCounter() as counter:
-        out = model(**batch)
+    with OpCounter() as counter:  # what the loop adds on a logged step: the effective rank's SVD, its one sync
+        model.logged_diagnostics(out)
     assert counter.syncs == 1 and counter.counts["aten._linalg_svd.default"] == 1 and out.event_rank > 1
 
 
