@@ -23,7 +23,7 @@ from studies.spec import StudySpec, load_study
 # the fluency: the budget is the one at which BART's samples meet all three
 FLUENT = {"parse_rate": (">=", 0.95), "grounding_rate": ("<=", 0.10), "grounded_share": (">=", 0.80)}
 NAMES = {"eric": "ERIC", "eric_paper": "ERIC (paper recipe)", "eric_no_state_attention": "ERIC w/o StateAttn",
-         "eric_no_state": "ERIC w/o s_n", "bart": "BART", "simctg": "SimCTG",
+         "eric_no_state": "ERIC w/o s_n", "bart": "BART", "bart_two_stage": "BART (two-stage)", "simctg": "SimCTG",
          "eric_reference_states": "ERIC, reference states", "eric_random_states": "ERIC, random states"}
 # A - B of state violations per grounded unit: below zero, A breaks fewer state rules
 PAIRS = (("eric", "bart"), ("eric", "eric_no_state"), ("eric_no_state", "bart"), ("eric", "eric_paper"),
