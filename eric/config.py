@@ -569,8 +569,9 @@ def load_variant_params(path: str | Path | None, variant: str) -> Params:
 
 
 def set_dotted(tree: dict, dotted: str, value) -> None:
-    """tree["a"]["b"] = value for dotted "a.b" (missing levels are created)."""
-    *parents, leaf = dotted.split(".")
+    """tree["a"]["b"] = value for dotted "a.b" (missing levels are created; "+a.b", Hydra's way
+    of adding a key the file leaves at its default, is the same here)."""
+    *parents, leaf = dotted.removeprefix("+").split(".")
     for part in parents:
         tree = tree.setdefault(part, {})
     tree[leaf] = value

@@ -33,6 +33,7 @@ import yaml
 DVC = [sys.executable, "-m", "dvc"]
 LOCK_BUSY = "Unable to acquire lock"
 DELETE = "~"  # an override key "~a.b" removes a.b from params.yaml (Hydra's syntax)
+ADD = "+"  # an override key "+a.b" adds b to a, a key params.yaml leaves at its default (Hydra's syntax)
 
 
 class PipelineError(RuntimeError):
@@ -71,13 +72,18 @@ def read_params(root: Path) -> dict:
 
 
 def check_overrides(params: dict, overrides: Mapping[str, Any]) -> None:
-    """Fail in one line before DVC starts if a key is not in params.yaml."""
+    """Fail in one line before DVC starts if a key is not in params.yaml (for "+a.b": if a is
+    not, or b already is)."""
     for key in overrides:
         node: Any = params
-        for part in key.removeprefix(DELETE).split("."):
+        *parents, last = key.removeprefix(DELETE).removeprefix(ADD).split(".")
+        for part in parents:
             if not isinstance(node, dict) or part not in node:
                 raise OverrideError(f"override {key!r}: params.yaml has no such key")
             node = node[part]
+        if not isinstance(node, dict) or (last in node) != (not key.startswith(ADD)):
+            found = "already has" if key.startswith(ADD) else "has no such key"
+            raise OverrideError(f"override {key!r}: params.yaml {found}")
 
 
 def dvc_command(overrides: Mapping[str, Any], exp_name: str | None = None, force: bool = False) -> list[str]:

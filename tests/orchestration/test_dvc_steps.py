@@ -53,6 +53,8 @@ def test_hydra_value_round_trips_through_dvcs_own_parser(tmp_path, value):
 def test_every_execution_is_a_dvc_experiment_even_without_overrides():
     assert dvc_command({})[3:] == ["exp", "run"]
     assert dvc_command({}, force=True)[3:] == ["exp", "run", "--force"]
+    assert dvc_command({"+model.variants.bart.two_stage": True})[3:] == ["exp", "run", "-S",
+                                                                          "+model.variants.bart.two_stage=true"]
 
 
 def _git(root, *args):

@@ -36,6 +36,11 @@ PARAMS = {
 NO_CORPUS = {"corpus_path": None, "corpus_kind": None, "corpus_name": None}
 
 
+def test_an_added_key_goes_under_a_key_params_yaml_has():
+    found = gather_overrides(PARAMS, None, {"+model.variants.bart.two_stage": True}, None, NO_CORPUS, None)
+    assert found == {"+model.variants.bart.two_stage": True}
+
+
 def test_the_embedded_default_has_no_overrides():
     assert gather_overrides(PARAMS, None, None, None, NO_CORPUS, None) == {}
 
@@ -89,6 +94,8 @@ def test_a_sweep_picks_declared_variants_from_a_list_or_a_mapping():
     [
         (("nope", None, None, None), "no profile 'nope'.*known: .*smoke"),
         ((None, {"train.lr": 1}, None, None), "'train.lr': params.yaml has no such key"),
+        ((None, {"+seed": 1}, None, None), r"'\+seed': params.yaml already has"),
+        ((None, {"+nope.two_stage": 1}, None, None), r"'\+nope.two_stage': params.yaml has no such key"),
         ((None, None, ["eric", "gpt2"], None), r"unknown variant\(s\) \['gpt2'\]"),
     ],
 )

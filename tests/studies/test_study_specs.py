@@ -21,7 +21,7 @@ def test_a_configuration_gives_valid_params(spec, name):
     assert set(params.variants) <= set(params.model.variants)
     for key, value in config.set.items():  # every override reached a setting that exists
         node = params
-        for part in key.split("."):
+        for part in key.removeprefix("+").split("."):
             node = node[part] if isinstance(node, dict) else getattr(node, part)
         assert node == value or hasattr(node, "model_dump"), key
 
