@@ -81,9 +81,9 @@ def check_overrides(params: dict, overrides: Mapping[str, Any]) -> None:
             if not isinstance(node, dict) or part not in node:
                 raise OverrideError(f"override {key!r}: params.yaml has no such key")
             node = node[part]
-        if not isinstance(node, dict) or (last in node) != (not key.startswith(ADD)):
-            found = "already has" if key.startswith(ADD) else "has no such key"
-            raise OverrideError(f"override {key!r}: params.yaml {found}")
+        adding = key.startswith(ADD)
+        if not isinstance(node, dict) or (last in node) == adding:
+            raise OverrideError(f"override {key!r}: params.yaml {'already has' if adding else 'has no such key'}")
 
 
 def dvc_command(overrides: Mapping[str, Any], exp_name: str | None = None, force: bool = False) -> list[str]:

@@ -61,13 +61,18 @@ def _meets(value: float | None, rule: tuple[str, float]) -> bool:
     return value is not None and (value >= line if op == ">=" else value <= line)
 
 
+def _fluent(values: dict) -> bool:
+    """Whether every FLUENT field of `values` meets its line."""
+    return all(_meets(values.get(field), rule) for field, rule in FLUENT.items())
+
+
 def fluency_table(grid: str = "world", spec: StudySpec | None = None) -> str:
     """Per arm: parse rate, grounding violations per parsed unit and grounded share of parsed
     units (means over seeds), and whether the means meet the fluency lines (FLUENT)."""
     rows = []
     for arm, seeds in runs(grid, spec).items():
         means = {field: seed_interval(list(by_seed(seeds, field).values())) for field in FLUENT}
-        fluent = all(_meets(means[field].value, rule) for field, rule in FLUENT.items())
+        fluent = _fluent({field: found.value for field, found in means.items()})
         rows.append([NAMES.get(arm, arm), str(len(seeds)), means["parse_rate"].format(1, pct=True),
                      means["grounding_rate"].format(3), means["grounded_share"].format(1, pct=True),
                      "yes" if fluent else "no"])
@@ -83,13 +88,12 @@ def fluency_curve(grid: str = "fluency", spec: StudySpec | None = None) -> str:
     rows = []
     for arm, seeds in runs(grid, spec).items():
         for seed, world in seeds.items():
-            curve = world.get("curve") or {}
+            curve = world.get("curve") or {}  # columns, one value per snapshot
             for i, step in enumerate(curve.get("step", [])):
-                at = {k: (curve.get(k) or [None] * (i + 1))[i] for k in (*FLUENT, "val_lm_loss")}
-                fluent = all(_meets(at[field], rule) for field, rule in FLUENT.items())
-                rows.append([NAMES.get(arm, arm), str(seed), str(step), fmt(at["parse_rate"], pct=True),
-                             fmt(at["grounding_rate"]), fmt(at["grounded_share"], pct=True),
-                             fmt(at["val_lm_loss"]), "yes" if fluent else "no"])
+                at = {k: values[i] for k, values in curve.items()}
+                rows.append([NAMES.get(arm, arm), str(seed), str(step), fmt(at.get("parse_rate"), pct=True),
+                             fmt(at.get("grounding_rate")), fmt(at.get("grounded_share"), pct=True),
+                             fmt(at.get("val_lm_loss")), "yes" if _fluent(at) else "no"])
     if not rows:
         return NONE_YET
     return markdown_table(["arm", "seed", "step", "parse rate %", "grounding viol. / parsed unit",

@@ -144,11 +144,16 @@ def focal_rows(rows: list[dict]) -> list[dict]:
     return [{**r, "unit_entities": [[f] for f in r["world_focal"]]} for r in rows]
 
 
+def focal_index(row: dict, unit: int) -> int:
+    """k of the unit's focal character <ek>: its place in the scene sentence and in `world_states`."""
+    return int(PLACEHOLDER.fullmatch(row["world_focal"][unit]).group(1))
+
+
 def true_labels(row: dict, unit: int) -> dict[str, str]:
-    focal = row["world_focal"][unit]
-    k = int(PLACEHOLDER.fullmatch(focal).group(1))
+    k = focal_index(row, unit)
     event, condition = row["world_events"][unit], row["world_states"][unit][k]["condition"]
-    return {"event_condition": f"{event}/{condition}", "event": event, "condition": condition, "entity": focal}
+    return {"event_condition": f"{event}/{condition}", "event": event, "condition": condition,
+            "entity": row["world_focal"][unit]}
 
 
 def state_agreement(model, tokenizer, rows: list[dict], *, batch_size: int = 16, max_source_length: int = 128,

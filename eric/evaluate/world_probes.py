@@ -44,8 +44,8 @@ from eric.evaluate.state_probe import (
     quantize_hidden,
     read_units,
 )
-from eric.evaluate.world_metrics import focal_rows, true_labels
-from eric.world.phrasings import PLACEHOLDER, parse_scene
+from eric.evaluate.world_metrics import focal_index, focal_rows, true_labels
+from eric.world.phrasings import parse_scene
 
 LABELS = ("event", "condition_before", "location_before", "condition")
 
@@ -54,8 +54,7 @@ def unit_labels(row: dict, n: int) -> dict[str, str] | None:
     """Every label of unit n's focal character (None past the story's events)."""
     if n >= len(row["world_events"]):
         return None
-    found = true_labels(row, n)
-    k = int(PLACEHOLDER.fullmatch(found["entity"]).group(1))
+    found, k = true_labels(row, n), focal_index(row, n)
     places, starts = _scene(row["source"])
     before = row["world_states"][n - 1][k] if n else {"condition": "well", "location": starts[k]}
     found["condition_before"] = before["condition"]  # every scene starts well
@@ -83,8 +82,7 @@ def _relabel(pairs, i: int):
 
 def identity_votes(pairs, rows: list[dict]):
     """The same units, each voted by its focal placeholder's index k instead of a state id."""
-    index = lambda u: int(PLACEHOLDER.fullmatch(rows[u.text]["world_focal"][u.unit]).group(1))  # noqa: E731
-    return [replace(u, predicted=index(u)) for u in pairs]
+    return [replace(u, predicted=focal_index(rows[u.text], u.unit)) for u in pairs]
 
 
 def world_probes(model, tokenizer, collator, train_rows: list[dict], test_rows: list[dict], clusters: int,
