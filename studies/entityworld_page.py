@@ -24,7 +24,8 @@ from studies.spec import StudySpec, load_study
 FLUENT = {"parse_rate": (">=", 0.95), "grounding_rate": ("<=", 0.10), "grounded_share": (">=", 0.80)}
 NAMES = {"eric": "ERIC", "eric_paper": "ERIC (paper recipe)", "eric_no_state_attention": "ERIC w/o StateAttn",
          "eric_no_state": "ERIC w/o s_n", "bart": "BART", "bart_two_stage": "BART (two-stage)", "simctg": "SimCTG",
-         "eric_reference_states": "ERIC, reference states", "eric_random_states": "ERIC, random states"}
+         "eric_reference_states": "ERIC, reference states", "eric_random_states": "ERIC, random states",
+         "bart_novels": "BART from novels", "bart_two_stage_novels": "BART (two-stage) from novels"}
 # A - B of state violations per grounded unit: below zero, A breaks fewer state rules
 PAIRS = (("eric", "bart"), ("eric", "eric_no_state"), ("eric_no_state", "bart"), ("eric", "eric_paper"),
          ("eric", "eric_no_state_attention"), ("eric", "eric_reference_states"), ("eric", "eric_random_states"))
@@ -84,7 +85,9 @@ def fluency_table(grid: str = "world", spec: StudySpec | None = None) -> str:
 
 def fluency_curve(grid: str = "fluency", spec: StudySpec | None = None) -> str:
     """Per arm and snapshot of the fluency grid: what the checker says of the texts that snapshot
-    writes (eric/evaluate/world_curve.py), the validation LM loss, and whether it meets FLUENT."""
+    writes (eric/evaluate/world_curve.py), the validation LM loss, the input gap (its rise with
+    another story's scene; 0: the model does not read the scene, blank: not logged then), and
+    whether it meets FLUENT."""
     rows = []
     for arm, seeds in runs(grid, spec).items():
         for seed, world in seeds.items():
@@ -93,11 +96,11 @@ def fluency_curve(grid: str = "fluency", spec: StudySpec | None = None) -> str:
                 at = {k: values[i] for k, values in curve.items()}
                 rows.append([NAMES.get(arm, arm), str(seed), str(step), fmt(at.get("parse_rate"), pct=True),
                              fmt(at.get("grounding_rate")), fmt(at.get("grounded_share"), pct=True),
-                             fmt(at.get("val_lm_loss")), "yes" if _fluent(at) else "no"])
+                             fmt(at.get("val_lm_loss")), fmt(at.get("val_input_gap")), "yes" if _fluent(at) else "no"])
     if not rows:
         return NONE_YET
     return markdown_table(["arm", "seed", "step", "parse rate %", "grounding viol. / parsed unit",
-                           "grounded % of parsed", "val LM loss", "fluent"], rows)
+                           "grounded % of parsed", "val LM loss", "input gap", "fluent"], rows)
 
 
 def seeds_table(grid: str = "world", form: str = "stage_one", spec: StudySpec | None = None) -> str:

@@ -5,7 +5,8 @@ Training with `train.snapshot_every` keeps the model at
 <checkpoint_dir>/snapshots/train_stage_one/<variant>/step-N. Each snapshot writes the first
 `evaluate.world.curve_inputs` test stories (stage one, the sampling settings of `sample:`,
 seeded); the checker reads them (eric/evaluate/world_checks.py rates), and beside them go the
-validation LM loss and L_CL / chance the training stage logged at that step
+validation LM loss, the input gap (how much worse it is with another story's scene: 0 = the
+model does not read its input) and L_CL / chance the training stage logged at that step
 (plots/train/<variant>_val.csv). Returned as columns, one value per snapshot.
 """
 
@@ -32,6 +33,12 @@ def _round(value, digits: int = 5):
     return None if value is None else round(float(value), digits)
 
 
+def _logged(row: dict, key: str) -> float | None:
+    """A validation row's value (a CSV cell; blank where that run did not log it)."""
+    value = row.get(key)
+    return _round(value) if value not in (None, "") else None
+
+
 def point(scenes: list[str], texts: list[str], names: bool, max_units: int | None) -> dict:
     """The checker's rates of one snapshot's texts."""
     checks = story_checks(scenes, texts, names, max_units)
@@ -46,9 +53,9 @@ def world_curve(points: list[tuple[int, list[str]]], scenes: list[str], val_plot
     rows = []
     for step, texts in points:
         logged = val.get(step, {})
-        lm = logged.get("val_lm_loss")
         rows.append({"step": step, **point(scenes, texts, names, max_units),
-                     "val_lm_loss": _round(lm) if lm not in (None, "") else None, "val_cl_ratio": cl_ratio(logged)})
+                     **{key: _logged(logged, key) for key in ("val_lm_loss", "val_input_gap")},
+                     "val_cl_ratio": cl_ratio(logged)})
     return {k: [r[k] for r in rows] for k in (rows[0] if rows else ())}
 
 

@@ -218,11 +218,12 @@ def test_the_oracle_event_probe_scores_every_test_unit(world_rows):
 
 def test_the_curve_columns_and_the_contrastive_ratios(tmp_path):
     (tmp_path / "eric_val.csv").write_text(
-        "step,val_lm_loss,val_contrastive_loss,val_contrastive_chance\n0,9.0,5.0,5.0\n4,6.5,2.0,4.0\n")
+        "step,val_lm_loss,val_contrastive_loss,val_contrastive_chance,val_input_gap\n0,9.0,5.0,5.0,0.0\n4,6.5,2.0,4.0,0.25\n")
     (tmp_path / "eric.csv").write_text("step,contrastive_loss,contrastive_chance\n4,3.0,4.0\n")
     texts = [stage_one_target(UNITS), stage_one_target(["<e0> met <e1>."])]
     curve = world_curve([(4, texts), (8, texts[::-1])], [SCENE, SCENE], tmp_path / "eric_val.csv")
     assert curve["step"] == [4, 8] and curve["val_lm_loss"] == [6.5, None] and curve["val_cl_ratio"] == [0.5, None]
+    assert curve["val_input_gap"] == [0.25, None]
     assert curve["parse_rate"] == [round(6 / 7, 5)] * 2 and curve["grounded_share"] == [0.5, 0.5]  # 5 digits
     assert curve["grounded_state_violation_rate"] == [round(2 / 3, 5)] * 2
     none = {"entity_train": None, "entity_val": None}  # a run before the entity-candidate columns

@@ -33,7 +33,8 @@ def spec(tmp_path):
         "world": {"seeds": [1, 2, 3], "arms": arms},
         "fluency": {"seeds": [1], "arms": {"bart": {"variants": ["bart"]}}}}}))
     curve = {"step": [1000, 2000], "parse_rate": [0.93, 0.96], "grounding_rate": [0.4, 0.08],
-             "grounded_share": [0.5, 0.81], "val_lm_loss": [1.2, 0.9]}
+             "grounded_share": [0.5, 0.81], "val_lm_loss": [1.2, 0.9],
+             "val_input_gap": [0.0, 0.3]}
     fluent = _world(0.96, 0.08, 0.81, 0.5)
     _keep(tmp_path, "fluency-bart-seed1", "bart", {"world": {**fluent["world"], "curve": curve}})
     for seed, noise in zip((1, 2, 3), (-0.01, 0.0, 0.01)):
@@ -74,6 +75,6 @@ def test_verdicts_are_paired_by_seed_and_need_the_interval_to_exclude_zero(spec)
 
 def test_the_fluency_curve_marks_the_first_snapshot_that_meets_every_line(spec):
     table = page.fluency_curve(spec=spec)
-    assert _line(table, "BART").startswith("| BART | 1 | 1000 | 93.0 | 0.400 | 50.0 | 1.200 | no |")
-    assert table.splitlines()[-1] == "| BART | 1 | 2000 | 96.0 | 0.080 | 81.0 | 0.900 | yes |"
+    assert _line(table, "BART").startswith("| BART | 1 | 1000 | 93.0 | 0.400 | 50.0 | 1.200 | 0.000 | no |")
+    assert table.splitlines()[-1] == "| BART | 1 | 2000 | 96.0 | 0.080 | 81.0 | 0.900 | 0.300 | yes |"
     assert _line(page.fluency_table(spec=spec), "BART").startswith("| BART | 3 |")  # the world grid's own runs

@@ -162,3 +162,31 @@ def test_snapshots_keep_the_model_every_n_steps_and_at_the_end(tmp_path):
     assert all(torch.equal(a, b) for a, b in zip(last.state_dict().values(),
                                                  BartForConditionalGeneration.from_pretrained(final).state_dict().values()))
     assert AutoTokenizer.from_pretrained(tmp_path / "snapshots" / "step-000002").pad_token == "<pad>"  # loads alone
+
+
+def test_validation_logs_the_input_gap(trained):
+    """Every validation row has the LM loss with the next row's input and its rise over the own."""
+    for row in trained["result"].val_history:
+        assert row["val_input_gap"] == pytest.approx(row["val_other_input_lm_loss"] - row["val_loss"], abs=1e-4)
+
+
+def test_the_input_gap_gives_each_row_the_next_rows_input():
+    """A model whose loss is how far its input's first token is from the label's: with its own
+    input 0, with the next row's the mean distance; the mask travels with its input."""
+    from types import SimpleNamespace
+
+    from eric.train.loop import input_reliance
+
+    seen = []
+
+    def engine(input_ids, attention_mask, labels):
+        seen.append(attention_mask)
+        return SimpleNamespace(loss=(input_ids[:, 0] - labels[:, 0]).abs().float().mean(), lm_loss=None)
+
+    batch = {"input_ids": torch.tensor([[4, 1], [6, 6], [9, 9]]), "attention_mask": torch.tensor([[1, 0], [1, 1], [1, 1]]),
+             "labels": torch.tensor([[4], [6], [9]])}
+    found = input_reliance(engine, batch, engine(**batch))
+    assert float(found["other_input_lm_loss"]) == pytest.approx((5 + 2 + 3) / 3)  # rows get 9, 4, 6
+    assert float(found["input_gap"]) == pytest.approx(10 / 3)
+    assert seen[-1].tolist() == [[1, 1], [1, 0], [1, 1]]
+    assert input_reliance(engine, {k: v[:1] for k, v in batch.items()}, None) == {}  # one row: no other input
