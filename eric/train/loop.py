@@ -370,7 +370,9 @@ class Trainer:
             self._logged_diagnostics(outputs)
             weight = target_tokens(batch) or len(indices)
             sums.add(step_terms(outputs), weight=weight)
-            sums.add(input_reliance(self.engine, batch, outputs), weight=weight)
+            if (swapped := next_rows_input(batch)) is not None:
+                other = self.engine(**(symbolic_shapes(swapped) if self.settings.compile else swapped))
+                sums.add(input_gap(outputs, other), weight=weight)
         self.engine.train()
         self._set_collate_epoch(self.state.step // self.steps_per_epoch)
         means = _pooled_means(sums)
@@ -389,18 +391,21 @@ class Trainer:
         self.checkpoints.save(self.engine, self.state.step, asdict(self.state))
 
 
-def input_reliance(engine, batch: dict, outputs) -> dict[str, torch.Tensor]:
-    """The LM loss of a validation batch with every row given the next row's input (its encoder
-    side), and how much higher it is than with its own: `input_gap` 0 says the model ignores its
-    input (a model that never learned to read, e.g. to copy the scene's names, writes the same
-    text whatever it is given). Nothing for a batch of one row or a batch without an encoder input."""
+
+def next_rows_input(batch: dict) -> dict | None:
+    """The batch with every row given the next row's input (its encoder side, mask with it);
+    None for a batch of one row or without an encoder input."""
     if batch.get("input_ids") is None or batch["input_ids"].shape[0] < 2:
-        return {}
-    own = getattr(outputs, "lm_loss", None)
-    own = outputs.loss if own is None else own
+        return None
     swapped = dict(batch, input_ids=batch["input_ids"].roll(1, dims=0))
     if batch.get("attention_mask") is not None:
         swapped["attention_mask"] = batch["attention_mask"].roll(1, dims=0)
-    other = engine(**swapped)
-    other = other.loss if getattr(other, "lm_loss", None) is None else other.lm_loss
-    return {"other_input_lm_loss": other.detach(), "input_gap": (other - own).detach()}
+    return swapped
+
+
+def input_gap(own, other) -> dict[str, torch.Tensor]:
+    """The LM loss with another row's input and how much higher it is than with the own
+    (`input_gap`): 0 says the model ignores its input (one that never learned to read, e.g. to
+    copy the scene's names, writes the same text whatever it is given)."""
+    lm = lambda out: out.loss if getattr(out, "lm_loss", None) is None else out.lm_loss  # noqa: E731
+    return {"other_input_lm_loss": lm(other).detach(), "input_gap": (lm(other) - lm(own)).detach()}

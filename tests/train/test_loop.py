@@ -175,18 +175,16 @@ def test_the_input_gap_gives_each_row_the_next_rows_input():
     input 0, with the next row's the mean distance; the mask travels with its input."""
     from types import SimpleNamespace
 
-    from eric.train.loop import input_reliance
+    from eric.train.loop import input_gap, next_rows_input
 
-    seen = []
-
-    def engine(input_ids, attention_mask, labels):
-        seen.append(attention_mask)
+    def model(input_ids, attention_mask, labels):
         return SimpleNamespace(loss=(input_ids[:, 0] - labels[:, 0]).abs().float().mean(), lm_loss=None)
 
     batch = {"input_ids": torch.tensor([[4, 1], [6, 6], [9, 9]]), "attention_mask": torch.tensor([[1, 0], [1, 1], [1, 1]]),
              "labels": torch.tensor([[4], [6], [9]])}
-    found = input_reliance(engine, batch, engine(**batch))
+    swapped = next_rows_input(batch)
+    assert swapped["attention_mask"].tolist() == [[1, 1], [1, 0], [1, 1]] and swapped["labels"] is batch["labels"]
+    found = input_gap(model(**batch), model(**swapped))
     assert float(found["other_input_lm_loss"]) == pytest.approx((5 + 2 + 3) / 3)  # rows get 9, 4, 6
     assert float(found["input_gap"]) == pytest.approx(10 / 3)
-    assert seen[-1].tolist() == [[1, 1], [1, 0], [1, 1]]
-    assert input_reliance(engine, {k: v[:1] for k, v in batch.items()}, None) == {}  # one row: no other input
+    assert next_rows_input({k: v[:1] for k, v in batch.items()}) is None  # one row: no other input
