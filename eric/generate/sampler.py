@@ -24,6 +24,7 @@ from tqdm.auto import tqdm
 from transformers.generation import CompileConfig
 
 from eric.config import MentionsParams, ModelParams, Params, PreprocessParams, SampleParams
+from eric.data.tokenizer import decode_keeping_eric_tokens
 from eric.generate.errors import SampleError
 from eric.generate.inputs import StoryInput
 from eric.generate.loading import is_two_stage
@@ -136,9 +137,7 @@ def _stage_one_sample(out, row: int, tokenizer, config) -> StageOneSample:
     else:
         tokens = sum(1 for i in ids if i != config.pad_token_id)
     tokens -= 2  # the prompt: <s> <sent>
-    dropped = set(tokenizer.all_special_ids) - {config.sent_token_id}
-    text = tokenizer.decode([i for i in ids if i not in dropped], skip_special_tokens=False,
-                            clean_up_tokenization_spaces=False)
+    text = decode_keeping_eric_tokens(tokenizer, ids)
     entities, states = [], []
     for n, (entity, state) in enumerate(out.units(row)):
         planned = n > 0 or config.first_unit_state
@@ -164,8 +163,7 @@ def generate_mentions(model, tokenizer, inputs: list[str], stories: list[str], o
                 **enc, do_sample=True, top_p=options.mention_top_p, top_k=options.mention_top_k,
                 max_new_tokens=options.mention_max_length, num_beams=1, **step_options,
             )
-            decoded.extend(tokenizer.batch_decode(generated, skip_special_tokens=True,
-                                                  clean_up_tokenization_spaces=False))
+            decoded.extend(decode_keeping_eric_tokens(tokenizer, row) for row in generated.tolist())
     for i, text in zip(wanted, decoded):
         outputs[i] = " ".join(text.split())
     return outputs
