@@ -17,7 +17,7 @@ its own token).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,15 +70,15 @@ def special_token_ids(tokenizer: PreTrainedTokenizerBase, max_entities: int) -> 
     return SpecialTokenIds(tokenizer.bos_token_id, tokenizer.eos_token_id, tokenizer.pad_token_id, sent, entities)
 
 
-def decode_keeping_eric_tokens(tokenizer: PreTrainedTokenizerBase, ids: list[int]) -> str:
-    """Token ids as text without BART's specials (<s>, </s>, <pad>, ...) but with <sent> and the
+def eric_text_decoder(tokenizer: PreTrainedTokenizerBase) -> Callable[[list[int]], str]:
+    """Token ids -> text without BART's specials (<s>, </s>, <pad>, ...) but with <sent> and the
     placeholders, whatever kind of added token they are: a pretrained tokenizer may hold the
     placeholders as special tokens (pretrained/bart-tiny-novels), which `skip_special_tokens`
-    would drop."""
+    would drop. The ids to drop are found once, not per decoded row."""
     kept = {i for token, i in tokenizer.get_added_vocab().items() if _ERIC_TOKEN.fullmatch(token)}
     dropped = set(tokenizer.all_special_ids) - kept
-    return tokenizer.decode([i for i in ids if i not in dropped], skip_special_tokens=False,
-                            clean_up_tokenization_spaces=False)
+    return lambda ids: tokenizer.decode([i for i in ids if i not in dropped], skip_special_tokens=False,
+                                        clean_up_tokenization_spaces=False)
 
 
 def from_pretrained_dir(path: str | Path, max_entities: int) -> PreTrainedTokenizerBase:

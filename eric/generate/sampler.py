@@ -24,7 +24,7 @@ from tqdm.auto import tqdm
 from transformers.generation import CompileConfig
 
 from eric.config import MentionsParams, ModelParams, Params, PreprocessParams, SampleParams
-from eric.data.tokenizer import decode_keeping_eric_tokens
+from eric.data.tokenizer import eric_text_decoder
 from eric.generate.errors import SampleError
 from eric.generate.inputs import StoryInput
 from eric.generate.loading import is_two_stage
@@ -89,7 +89,7 @@ def sample_stage_one(model, tokenizer, inputs: list[str], options: SamplingOptio
     device = model.device
     generator = torch.Generator(device=device).manual_seed(options.seed)
     samples: list[StageOneSample] = []
-    decoding = stage_one_decoding(model, options)
+    decoding, decode = stage_one_decoding(model, options), eric_text_decoder(tokenizer)
     references = references if references is not None else [None] * len(inputs)
     for batch in _batches(list(zip(inputs, references)), options.batch_size, options.progress, "stage one"):
         texts = [text for text, _ in batch]
@@ -101,7 +101,7 @@ def sample_stage_one(model, tokenizer, inputs: list[str], options: SamplingOptio
             max_units=options.max_units, generator=generator, decode_step=options.decode_step,
             **_plan(model, tokenizer, [row for _, row in batch], options),
         )
-        samples.extend(_stage_one_sample(out, row, tokenizer, model.config) for row in range(len(batch)))
+        samples.extend(_stage_one_sample(out, row, decode, model.config) for row in range(len(batch)))
     return samples
 
 
@@ -129,7 +129,7 @@ def _plan(model, tokenizer, rows: list[dict | None], options: SamplingOptions) -
     return {"plan": UnitPlan(entity_ids=batch["entity_ids"].clamp(min=-1), state_ids=states)}
 
 
-def _stage_one_sample(out, row: int, tokenizer, config) -> StageOneSample:
+def _stage_one_sample(out, row: int, decode, config) -> StageOneSample:
     ids = out.sequences[row, 1:].tolist()  # drop the decoder start token
     if config.eos_token_id in ids:
         cut = ids.index(config.eos_token_id)
@@ -137,7 +137,7 @@ def _stage_one_sample(out, row: int, tokenizer, config) -> StageOneSample:
     else:
         tokens = sum(1 for i in ids if i != config.pad_token_id)
     tokens -= 2  # the prompt: <s> <sent>
-    text = decode_keeping_eric_tokens(tokenizer, ids)
+    text = decode(ids)
     entities, states = [], []
     for n, (entity, state) in enumerate(out.units(row)):
         planned = n > 0 or config.first_unit_state
@@ -154,6 +154,7 @@ def generate_mentions(model, tokenizer, inputs: list[str], stories: list[str], o
     decoded: list[str] = []
     devices = [model.device] if model.device.type == "cuda" else []
     step_options = transformers_step_options(options.decode_step, model)
+    decode = eric_text_decoder(tokenizer)
     with torch.random.fork_rng(devices=devices), torch.no_grad():
         torch.manual_seed(options.seed)
         for batch in _batches(sources, options.batch_size, options.progress, "stage two"):
@@ -163,7 +164,7 @@ def generate_mentions(model, tokenizer, inputs: list[str], stories: list[str], o
                 **enc, do_sample=True, top_p=options.mention_top_p, top_k=options.mention_top_k,
                 max_new_tokens=options.mention_max_length, num_beams=1, **step_options,
             )
-            decoded.extend(decode_keeping_eric_tokens(tokenizer, row) for row in generated.tolist())
+            decoded.extend(decode(row) for row in generated.tolist())
     for i, text in zip(wanted, decoded):
         outputs[i] = " ".join(text.split())
     return outputs

@@ -391,7 +391,6 @@ class Trainer:
         self.checkpoints.save(self.engine, self.state.step, asdict(self.state))
 
 
-
 def next_rows_input(batch: dict) -> dict | None:
     """The batch with every row given the next row's input (its encoder side, mask with it);
     None for a batch of one row or without an encoder input."""
@@ -407,5 +406,6 @@ def input_gap(own, other) -> dict[str, torch.Tensor]:
     """The LM loss with another row's input and how much higher it is than with the own
     (`input_gap`): 0 says the model ignores its input (one that never learned to read, e.g. to
     copy the scene's names, writes the same text whatever it is given)."""
-    lm = lambda out: out.loss if getattr(out, "lm_loss", None) is None else out.lm_loss  # noqa: E731
-    return {"other_input_lm_loss": lm(other).detach(), "input_gap": (lm(other) - lm(own)).detach()}
+    lm = lambda out: (out.loss if getattr(out, "lm_loss", None) is None else out.lm_loss).detach()  # noqa: E731
+    swapped = lm(other)
+    return {"other_input_lm_loss": swapped, "input_gap": swapped - lm(own)}

@@ -155,10 +155,10 @@ def test_decoding_drops_barts_specials_and_keeps_the_eric_tokens(tokenizer, kind
     """The embedded pretrained tokenizer holds the placeholders as special tokens: decoding a
     sample must keep them (skip_special_tokens dropped them, so no unit could be checked)."""
     from eric.config import PROJECT_ROOT
-    from eric.data.tokenizer import decode_keeping_eric_tokens, from_pretrained_dir
+    from eric.data.tokenizer import eric_text_decoder, from_pretrained_dir
 
     tok = tokenizer if kind == "trained" else from_pretrained_dir(PROJECT_ROOT / "pretrained/bart-tiny-novels", 100)
     for text in ("<sent> <e1> met <e2>.", "<e0> Ash Williams <e1> Linda"):
         ids = [tok.eos_token_id, tok.bos_token_id, *tok(text, add_special_tokens=False)["input_ids"],
                tok.eos_token_id, tok.pad_token_id]
-        assert " ".join(decode_keeping_eric_tokens(tok, ids).split()) == text
+        assert " ".join(eric_text_decoder(tok)(ids).split()) == text
