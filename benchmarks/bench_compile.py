@@ -13,6 +13,10 @@ Trainer feeds them. Per model:
   ops_captured     operations dynamo traced into the first forward graph: the size compiled
   later_step_s     median micro-step over the other shapes (each a new shape: a recompile
                    would show here)
+  cxx_compiles     C++ files inductor compiled for the first step (forward and backward
+                   kernels; identical ones are built once)
+  cxx_wait_s       of the cold compile, the time spent waiting on the C++ compiler for them
+                   (the rest is tracing, autograd and inductor's lowering, in Python)
 
 and ERIC / BART of the cold compile (goal: at most 2). Each figure is the median over --rounds
 fresh processes per model (one cold compile moves by 10-15% on a shared 2-core host).
@@ -48,7 +52,7 @@ def shapes(budget: int, n: int, source: int = 64) -> list[tuple[int, int, int]]:
 def one(name: str, size: str, budget: int, n: int, backend: str) -> dict:
     """Compile and step one model cold, in this process."""
     import torch._inductor.config as inductor
-    from torch._dynamo.utils import counters
+    from torch._dynamo.utils import compilation_time_metrics, counters
     from transformers import BartForConditionalGeneration
 
     from eric.model import EricForConditionalGeneration
@@ -60,6 +64,7 @@ def one(name: str, size: str, budget: int, n: int, backend: str) -> dict:
     compile_in_place(model.train(), backend)
     stats = counters["stats"]
     graphs, calls = stats["unique_graphs"], stats["calls_captured"]  # this model's own, whatever ran before
+    built, waited = _cxx(compilation_time_metrics)
     times = []
     with inductor.patch(force_disable_caches=True):  # cold: nothing from an earlier run's cache
         for i, (batch, source, target) in enumerate(shapes(budget, n)):
@@ -74,8 +79,17 @@ def one(name: str, size: str, budget: int, n: int, backend: str) -> dict:
             times.append(time.perf_counter() - start)
             if i == 0:
                 captured = stats["calls_captured"] - calls  # operations in the forward graph dynamo traced
+                now = _cxx(compilation_time_metrics)
+                built, waited = now[0] - built, now[1] - waited
     return {"cold_compile_s": times[0], "graphs": stats["unique_graphs"] - graphs, "ops_captured": captured,
-            "later_step_s": statistics.median(times[1:]) if n > 1 else None}
+            "later_step_s": statistics.median(times[1:]) if n > 1 else None, "cxx_compiles": built,
+            "cxx_wait_s": waited}
+
+
+def _cxx(timings: dict) -> tuple[int, float]:
+    """(C++ files compiled, seconds waited for them) so far in this process, from torch's own
+    timers: inductor builds its kernels in worker processes while the main one waits."""
+    return len(timings.get("compile_file", [])), sum(timings.get("async_compile.wait", []))
 
 
 def cold_run(name: str, args) -> dict:

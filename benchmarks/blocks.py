@@ -153,8 +153,12 @@ def compile_cost() -> str:
         r, shapes = compiled["result"], compiled["result"].get("shapes")
         rows += [["cold compile of a training micro-step, s (CPU, inductor)", number(r.get("eric_cold_compile_s")),
                   number(r.get("bart_cold_compile_s")), number(r.get("cold_compile_ratio")), "<= 2", _about(compiled)],
+                 ["of that, waiting on the C++ compiler, s", number(r.get("eric_cxx_wait_s")),
+                  number(r.get("bart_cxx_wait_s")), _ratio(r, "cxx_wait_s"), NONE, _about(compiled)],
                  ["operations traced into the forward graph", number(r.get("eric_ops_captured")),
                   number(r.get("bart_ops_captured")), number(r.get("ops_captured_ratio")), NONE, _about(compiled)],
+                 ["C++ files compiled (forward and backward kernels)", number(r.get("eric_cxx_compiles")),
+                  number(r.get("bart_cxx_compiles")), _ratio(r, "cxx_compiles"), NONE, _about(compiled)],
                  [f"graphs compiled over {shapes} micro-batch shapes", number(r.get("eric_graphs")),
                   number(r.get("bart_graphs")), NONE, "<= 2 each", _about(compiled)]]
     flops = _json(BENCH_OUTPUTS / "bench_flops.json")
@@ -173,6 +177,12 @@ def compile_cost() -> str:
     if not rows:
         return "_Neither bench_compile.py nor bench_flops.py has recorded a run._\n"
     return markdown_table(["figure", "ERIC", "BART", "ERIC/BART", "goal", "run"], rows) + "\n"
+
+
+def _ratio(result: dict, key: str) -> str:
+    """ERIC / BART of one figure, or a dash where either is missing (a record from before it) or zero."""
+    eric, bart = result.get(f"eric_{key}"), result.get(f"bart_{key}")
+    return number(eric / bart) if eric is not None and bart else NONE
 
 
 def _about(record: dict) -> str:

@@ -25,6 +25,7 @@ def test_one_cold_compile_serves_every_shape():
     figures = bench_compile.one("bart", "mini", 1024, 3, "aot_eager")
     assert figures["cold_compile_s"] > figures["later_step_s"] > 0
     assert figures["ops_captured"] > 100 and figures["graphs"] == 1  # no size of 1 among the shapes
+    assert figures["cxx_compiles"] == 0 and figures["cxx_wait_s"] == 0  # aot_eager generates no C++
 
 
 def test_rounds_alternate_and_the_medians_are_recorded(tmp_path, monkeypatch):
