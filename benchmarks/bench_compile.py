@@ -64,7 +64,7 @@ def one(name: str, size: str, budget: int, n: int, backend: str) -> dict:
     compile_in_place(model.train(), backend)
     stats = counters["stats"]
     graphs, calls = stats["unique_graphs"], stats["calls_captured"]  # this model's own, whatever ran before
-    built, waited = _cxx(compilation_time_metrics)
+    cxx_before = _cxx(compilation_time_metrics)
     times = []
     with inductor.patch(force_disable_caches=True):  # cold: nothing from an earlier run's cache
         for i, (batch, source, target) in enumerate(shapes(budget, n)):
@@ -79,8 +79,7 @@ def one(name: str, size: str, budget: int, n: int, backend: str) -> dict:
             times.append(time.perf_counter() - start)
             if i == 0:
                 captured = stats["calls_captured"] - calls  # operations in the forward graph dynamo traced
-                now = _cxx(compilation_time_metrics)
-                built, waited = now[0] - built, now[1] - waited
+                built, waited = (now - then for now, then in zip(_cxx(compilation_time_metrics), cxx_before))
     return {"cold_compile_s": times[0], "graphs": stats["unique_graphs"] - graphs, "ops_captured": captured,
             "later_step_s": statistics.median(times[1:]) if n > 1 else None, "cxx_compiles": built,
             "cxx_wait_s": waited}

@@ -221,7 +221,8 @@ def test_original_decoding_samples_eric_as_shared_and_simctg_by_contrastive_sear
     enc = tokenizer(texts, padding=True, return_tensors="pt")
     direct = simctg.generate(enc["input_ids"], enc["attention_mask"], max_new_tokens=OPTIONS.max_length,
                              penalty_alpha=0.6, top_k=5)
-    assert contrastive == [_stage_one_sample(direct, row, eric_text_decoder(tokenizer), simctg.config) for row in range(len(texts))]
+    decode = eric_text_decoder(tokenizer)
+    assert contrastive == [_stage_one_sample(direct, row, decode, simctg.config) for row in range(len(texts))]
 
 
 def test_reference_states_plan_each_unit_from_the_reference(models, inputs):
