@@ -87,7 +87,7 @@ def effective_rank(events: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
     Vetterli 2007): 1 when every vector is the same, D when they fill the space evenly; NaN for
     fewer than two. Masked rows are zeroed, which adds only zero singular values. The SVD
     synchronizes a CUDA device with the host (torch's docs), so the model computes it only on
-    the steps whose row the loop logs (`EricForConditionalGeneration.logged_diagnostics`)."""
+    the steps whose row the loop logs (`EricForConditionalGeneration.finish_output`)."""
     events = events.float() * valid[:, None].float()
     singular = torch.linalg.svdvals(events)
     p = singular / singular.sum().clamp_min(1e-12)

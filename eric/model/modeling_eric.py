@@ -26,6 +26,9 @@ contrastive_loss, each term separately (None when its mechanism is switched off)
 `logits`, `entity_logits`, `state_ids` (gold units quantized), `predicted_state_ids`
 (e^_n quantized) and `codebook_usage` (share of the K states used in the batch).
 `EricOutput.loss_terms()` gives the present terms as floats, for logging (`scalar_terms()` as tensors).
+What no gradient needs (the states the batch used, `codebook_usage`, `predicted_state_ids` and the
+state-space diagnostics) is done by `finish_output` after the forward: an eager forward calls it
+itself, a compiled one leaves it out of its graph and the training loop calls it.
 
 Sampling: `model.generate(input_ids, attention_mask, ...)` (eric/model/generation.py).
 Initialization from a BART checkpoint on disk: `EricForConditionalGeneration.from_bart(dir, ...)`.
@@ -98,9 +101,11 @@ class EricOutput(ModelOutput):
     contrastive_entity_chance: torch.Tensor | None = None
     event_cosine: torch.Tensor | None = None  # mean pairwise cosine of the e_n
     event_rank: torch.Tensor | None = None  # effective rank of the e_n (exp entropy of singular values)
-    # what `logged_diagnostics` reads: the e_n of L_CL's anchor slots [B*N, D] and which rows are anchors [B*N]
+    # the e_n of L_CL's anchor slots [B*N, D] and which rows are anchors [B*N] (the diagnostics read them)
     events: torch.Tensor | None = None
     event_slots: torch.Tensor | None = None
+    # the no-grad work the forward leaves to `finish_output` (None: nothing to do)
+    deferred: DeferredWork | None = None
 
     def scalar_terms(self) -> dict[str, torch.Tensor]:
         """Every scalar field that is set (the loss, its terms, diagnostics; a baseline's output
@@ -128,6 +133,25 @@ class UnitInputs:
     negatives: torch.Tensor | None = None  # [B, N, D] joint representations of hard negatives
     negatives_found: torch.Tensor | None = None  # [B, N] bool: a hard negative exists there
     cosines: torch.Tensor | None = None  # [B, N, K] cosines of the units' e_n to every state
+    usage: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None  # to record in the state space (training)
+
+
+@dataclass
+class DeferredWork:
+    """What a training forward with states leaves to `finish_output`: work no gradient needs
+    (recording which states the batch used, the state-space diagnostics), so that a compiled
+    forward does not compile it; an eager forward runs it before it returns."""
+
+    usage: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None  # (e_n [M, D], state ids [M], counted [M])
+    has_entity: torch.Tensor | None = None  # [B, N] the units that get a predicted state id
+    # L_CL's slots: which have a state [B, N], their entities [B, N], the valid candidates [B*N (+ B*N)],
+    # the candidates per anchor [B*N, B*N (+ B*N)] (None: all), and the positives c_n [B, N, D], detached
+    target: torch.Tensor | None = None
+    entity_ids: torch.Tensor | None = None
+    candidates: torch.Tensor | None = None
+    allowed: torch.Tensor | None = None
+    positives: torch.Tensor | None = None
+    done: bool = False  # finish_output did it (a ModelOutput keeps a field once set, so it stays)
 
 
 class EricPreTrainedModel(PreTrainedModel):
@@ -355,6 +379,8 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
                 out.loss = out.loss + config.lambda_contrastive * out.contrastive_loss
             if out.state_entropy_loss is not None:
                 out.loss = out.loss + config.entropy_weight * out.state_entropy_loss
+        if not torch.compiler.is_compiling():  # compiled: the caller finishes it (eric/train/loop.py)
+            self.finish_output(out)
         return out
 
     def planned_units(self, entity_ids: torch.Tensor, unit_exists: torch.Tensor | None = None):
@@ -417,13 +443,15 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
         counted = torch.cat([with_state, torch.zeros_like(positions[:, n:], dtype=torch.bool)], dim=1)
         # what L_CL sees of e_n (c_n and the dense codebook path): with gradient only if it trains e_n
         for_contrast = events if self.config.contrastive_trains_events else events.detach()
-        quantized = self.state_space(for_contrast, counted=counted)
+        quantized = self.state_space(for_contrast, counted=False)  # counted after the forward (finish_output)
         # what the decoder reads: the state's value, L_LM's gradient copied to e_n only if it trains e_n
         straight_through = straight_through_state(events, quantized.states, self.config.lm_trains_events)
 
         units.events, units.states = for_contrast[:, :n], quantized.states[:, :n]
         units.state_ids = torch.where(with_state, quantized.indices[:, :n], -1)
         units.cosines = quantized.cosines[:, :n]
+        if self.training:
+            units.usage = (for_contrast.detach().flatten(0, 1), quantized.indices.flatten(), counted.flatten())
         if use_negatives:
             units.negatives_found = negative_positions >= 0
             units.negatives = losses.joint_representation(for_contrast[:, n:], quantized.states[:, n:])
@@ -436,10 +464,10 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
         if not self.config.use_state:
             return
         out.state_ids = units.state_ids
+        out.deferred = work = DeferredWork(usage=units.usage, has_entity=units.has_entity)
         keys, values = self.state_predictor.memory(hidden)
         predicted = self.state_predictor(context + units.entity_embeds, keys, values, layout.keys_before_units())
         out.predicted_events = predicted
-        out.predicted_state_ids = torch.where(units.has_entity, self.state_space.nearest(predicted), -1)
         if units.events is None:
             return
         # every tensor keeps its [B, N] slots, masked where there is no state: no shape depends on the data
@@ -449,8 +477,7 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
         if negatives is not None:
             negatives, candidates = negatives.flatten(0, 1), torch.cat([anchors, units.negatives_found.flatten()])
         positives = losses.joint_representation(units.events, units.states)
-        later = losses.same_entity_later(entity_ids, target)  # the entity candidates, logged always
-        allowed, scored = self._candidates(target, units, later)
+        allowed, scored = self._candidates(target, units, entity_ids)
         out.contrastive_loss = losses.info_nce(
             predicted.flatten(0, 1), positives.flatten(0, 1), self.config.tau, negatives, allowed,
             valid=scored, candidates_valid=candidates,
@@ -458,10 +485,11 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
         if self.config.entropy_weight > 0:
             penalty = usage_entropy_penalty(units.cosines, self.config.tau, target)
             out.state_entropy_loss = torch.where(target.any(), penalty, torch.zeros_like(penalty))
-        self._state_diagnostics(out, units, scored, candidates, allowed)
-        self._entity_candidates(out, predicted, positives, later)
+        out.events, out.event_slots = units.events.flatten(0, 1).detach(), scored
+        work.target, work.entity_ids, work.candidates, work.allowed = target, entity_ids, candidates, allowed
+        work.positives = positives.detach()
 
-    def _candidates(self, target: torch.Tensor, units: UnitInputs, later: torch.Tensor):
+    def _candidates(self, target: torch.Tensor, units: UnitInputs, entity_ids: torch.Tensor):
         """(allowed [M, M (+ H)] or None for all, the anchors L_CL scores [M]): L_CL's candidates
         per anchor slot: the whole batch (paper), its own text only (`text`: which story it is
         cannot help), or its own entity's units from n on (`later`, `entity`: which entity it is
@@ -474,10 +502,35 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
             rows = torch.arange(target.shape[0], device=target.device)[:, None].expand_as(target).flatten()
             candidate_rows = rows if units.negatives is None else torch.cat([rows, rows])
             return losses.same_text_candidates(rows, candidate_rows), anchors
+        later = losses.same_entity_later(entity_ids, target)
         scored = anchors & (later.sum(1) >= 2)
         if units.negatives is not None:  # a hard negative is another entity: never a candidate here
             later = torch.nn.functional.pad(later, (0, later.shape[0]))
         return later, scored
+
+    @torch.no_grad()
+    def finish_output(self, out: EricOutput, logged: bool = False) -> None:
+        """Run the no-grad work a forward left in `out.deferred` (once): count the states the batch
+        used and add the state-space diagnostics. `logged`: also the effective rank of the e_n
+        (an SVD, a host sync on CUDA: only for the rows the loop logs). A compiled forward leaves
+        this work out of its graph and the training loop calls this after it; an eager forward
+        calls it itself."""
+        work = out.deferred
+        if work is not None and not work.done:
+            work.done = True
+            self._run_deferred(out, work)
+        if logged and out.events is not None and out.event_rank is None:
+            out.event_rank = losses.effective_rank(out.events, out.event_slots)
+
+    def _run_deferred(self, out: EricOutput, work: DeferredWork) -> None:
+        if work.usage is not None:
+            self.state_space.record(*work.usage)
+        if work.has_entity is not None:
+            out.predicted_state_ids = torch.where(work.has_entity, self.state_space.nearest(out.predicted_events), -1)
+        if work.candidates is not None:
+            self._state_diagnostics(out, work.candidates, work.allowed)
+            later = losses.same_entity_later(work.entity_ids, work.target)  # logged whatever L_CL trains on
+            self._entity_candidates(out, out.predicted_events, work.positives, later)
 
     @torch.no_grad()
     def _entity_candidates(self, out: EricOutput, predicted, positives, later: torch.Tensor) -> None:
@@ -495,10 +548,11 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
         out.contrastive_entity_chance = torch.where(scored.any(), chance.to(loss.dtype), nan)
 
     @torch.no_grad()
-    def _state_diagnostics(self, out: EricOutput, units: UnitInputs, anchors: torch.Tensor, candidates: torch.Tensor,
-                           allowed=None) -> None:
-        """anchors [B*N] / candidates [B*N (+ B*N)]: the valid slots of L_CL's anchors and candidates."""
-        ids = units.state_ids.clamp(min=0).flatten()
+    def _state_diagnostics(self, out: EricOutput, candidates: torch.Tensor, allowed=None) -> None:
+        """The usage and spread of the batch's states and L_CL's chance. out.event_slots [B*N] /
+        candidates [B*N (+ B*N)]: the valid slots of L_CL's anchors and candidates."""
+        anchors = out.event_slots
+        ids = out.state_ids.clamp(min=0).flatten()
         used = torch.zeros(self.config.num_states, device=ids.device).index_add_(0, ids, anchors.float())
         out.codebook_usage = (used > 0).float().mean()
         if allowed is not None:  # mean over anchors of ln(their candidates)
@@ -506,18 +560,7 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
             out.contrastive_chance = losses.masked_mean(per_anchor, anchors)
         else:
             out.contrastive_chance = candidates.sum().clamp(min=1).float().log()
-        events = units.events.flatten(0, 1)
-        out.event_cosine = losses.event_cosine(events, anchors)
-        out.events, out.event_slots = events.detach(), anchors  # the rank: `logged_diagnostics`
-
-    @torch.no_grad()
-    def logged_diagnostics(self, out: EricOutput) -> None:
-        """What a logged row adds to a forward's output: the effective rank of the e_n. Its SVD
-        synchronizes a CUDA device with the host, so the training loop asks for it only on the
-        steps whose row it logs (and at validation), and outside the forward, so that a compiled
-        forward is one graph for logged and unlogged steps alike."""
-        if out.events is not None and out.event_rank is None:
-            out.event_rank = losses.effective_rank(out.events, out.event_slots)
+        out.event_cosine = losses.event_cosine(out.events, anchors)
 
     # -- initialization from a plain BART checkpoint --
     @classmethod

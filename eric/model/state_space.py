@@ -116,11 +116,14 @@ class StateSpace(nn.Module):
         straight_through = straight_through_state(e, states)
         if self.training and counted is not False:
             mask = torch.ones_like(indices, dtype=torch.bool) if counted is True else counted
-            self._record(e.detach().flatten(0, -2), indices.flatten(), mask.flatten())
+            self.record(e.detach().flatten(0, -2), indices.flatten(), mask.flatten())
         return Quantized(states, straight_through, indices, cosines)
 
-    def _record(self, events: torch.Tensor, indices: torch.Tensor, mask: torch.Tensor) -> None:
-        """Count the vectors [M, D] under `mask` [M] (masked sums, not a gather: static shapes)."""
+    @torch.no_grad()
+    def record(self, events: torch.Tensor, indices: torch.Tensor, mask: torch.Tensor) -> None:
+        """Count the vectors [M, D] quantized to `indices` [M] under `mask` [M] as used (masked sums,
+        not a gather: static shapes), and update the remedies' bookkeeping. ERIC calls it after its
+        forward (`finish_output`), with counted=False here."""
         counts = torch.zeros_like(self.usage_counts).index_add_(0, indices, mask.long())
         self.usage_counts += counts
         self._used_this_step |= counts > 0

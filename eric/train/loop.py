@@ -276,8 +276,7 @@ class Trainer:
             host_batch = self._collate(self.train_set, indices)
             tokens += batch_tokens(host_batch)
             outputs = self.engine(**self._on_device(host_batch))
-            if logged:
-                self._logged_diagnostics(outputs)
+            self._finish_output(outputs, logged)
             self.engine.backward(outputs.loss)
             self.engine.step()
             self.losses.add(step_terms(outputs))
@@ -322,11 +321,12 @@ class Trainer:
         """Whether the loop logs a training row after optimizer step `step` (1-based)."""
         return step % self.settings.log_every == 0 or step >= self.total_steps
 
-    def _logged_diagnostics(self, outputs) -> None:
-        """The diagnostics only a logged row carries, where the model has some (ERIC's effective
-        rank of the e_n: a host sync on CUDA, outside its compiled forward)."""
-        if hasattr(self.engine.module, "logged_diagnostics"):
-            self.engine.module.logged_diagnostics(outputs)
+    def _finish_output(self, outputs, logged: bool) -> None:
+        """The no-grad work a model leaves outside its (compiled) forward, where it has some (ERIC:
+        the states used, the state-space diagnostics, and for a logged row the effective rank
+        of the e_n, a host sync on CUDA)."""
+        if hasattr(self.engine.module, "finish_output"):
+            self.engine.module.finish_output(outputs, logged)
 
     def _on_device(self, host_batch: dict) -> dict:
         batch = _to_device(host_batch, self.engine.device)
@@ -367,7 +367,7 @@ class Trainer:
         for indices in self.val_batches:
             batch = self._batch(self.val_set, indices)
             outputs = self.engine(**batch)
-            self._logged_diagnostics(outputs)
+            self._finish_output(outputs, logged=True)
             weight = target_tokens(batch) or len(indices)
             sums.add(step_terms(outputs), weight=weight)
             if (swapped := next_rows_input(batch)) is not None:

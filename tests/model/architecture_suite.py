@@ -166,8 +166,8 @@ class ArchitectureTests:
         with one_thread():
             torch.manual_seed(0)  # the training forward's own draws (dropout is 0; Gumbel noise, etc.)
             out = model(**batch, **self.extras(model, batch))
-            if hasattr(model, "logged_diagnostics"):  # what a logged training row adds
-                model.logged_diagnostics(out)
+            if hasattr(model, "finish_output"):  # what a logged training row adds
+                model.finish_output(out, logged=True)
             terms = loss_terms(out)
             sampler = self.sampling_model()
             samples = {name: _int_fields(sampler.generate(batch["input_ids"], batch["attention_mask"], max_new_tokens=12,

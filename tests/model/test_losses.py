@@ -62,7 +62,7 @@ def test_total_loss_weighs_the_separate_terms():
     forward_terms = {"loss", "lm_loss", "entity_loss", "contrastive_loss", "codebook_usage", "contrastive_chance",
                      "event_cosine", "contrastive_entity_loss", "contrastive_entity_chance"}
     assert set(out.loss_terms()) == forward_terms
-    model.logged_diagnostics(out)  # a logged row adds the e_n's effective rank (an SVD: outside the forward)
+    model.finish_output(out, logged=True)  # a logged row adds the e_n's effective rank (an SVD: outside the forward)
     terms = out.loss_terms()
     assert set(terms) == forward_terms | {"event_rank"}
     # the entity-candidate terms are NaN where no entity comes back (tests/model/test_entity_candidates.py)

@@ -51,6 +51,34 @@ def test_compiled_eric_computes_the_eager_loss_and_gradients_across_shapes():
     assert list(compiled.state_dict()) == list(eager.state_dict())  # in place: no `_orig_mod.` prefix
 
 
+def test_a_compiled_forward_leaves_its_no_grad_work_to_finish_output():
+    """What no gradient needs (the states used, the state-space diagnostics) is not in the compiled
+    graph: the compiled forward returns it undone and `finish_output` does it once, to the values
+    and the state-space bookkeeping an eager forward gives."""
+    eager = tiny_model(seed=0, dead_code_steps=2, event_norm="batch").train()
+    compiled = copy.deepcopy(eager)
+    compile_in_place(compiled, "aot_eager")
+    batch = make_batch(seed=2)
+    torch.manual_seed(1)
+    expected = eager(**batch)
+    torch.manual_seed(1)
+    out = compiled(**batch)
+    assert not out.deferred.done and out.event_cosine is None and out.codebook_usage is None
+    assert int(compiled.state_space.usage_counts.sum()) == 0
+    compiled.finish_output(out)
+    compiled.finish_output(out)  # a second call finds nothing left to do
+    assert out.deferred.done and expected.deferred.done
+    names = ("codebook_usage", "contrastive_chance", "event_cosine", "contrastive_entity_loss",
+             "contrastive_entity_chance")
+    for name in names:
+        assert torch.allclose(getattr(out, name), getattr(expected, name), atol=1e-6, equal_nan=True), name
+    space, reference = compiled.state_space, eager.state_space
+    assert int(space.usage_counts.sum()) == int(reference.usage_counts.sum()) > 0  # counted once
+    assert torch.equal(space.usage_counts, reference.usage_counts)
+    assert int(space.recent_filled) == int(reference.recent_filled) > 0
+    assert torch.allclose(space.recent, reference.recent, atol=1e-6)
+
+
 def test_trainer_with_compile_trains_like_eager_and_saves_plain_names(tmp_path):
     runs = {}
     for compiled in (False, True):
@@ -170,8 +198,7 @@ def test_a_logged_step_reuses_the_compiled_graph():
     compile_in_place(model, counter)
     for logged in (False, True, False, True):
         out = model(**batch)
-        if logged:
-            model.logged_diagnostics(out)
+        model.finish_output(out, logged)
         out.loss.backward()
         assert (out.event_rank is not None) == logged and (not logged or out.event_rank > 1)
     assert counter.frame_count == 1

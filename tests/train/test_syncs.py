@@ -4,7 +4,7 @@ never drains mid-step. Counted at torch's dispatch level (benchmarks/op_count.py
 tensor's value (`.item()`, `float()`, `.tolist()`), an operator whose output size depends on the
 data (nonzero, boolean indexing, unique), or a cuSOLVER decomposition is a sync. The SVD of
 the `event_rank` diagnostic runs only on the steps whose row the loop logs, outside the forward
-(`logged_diagnostics`)."""
+(`finish_output(out, logged=True)`)."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def test_erics_training_forward_and_backward_read_nothing_on_the_host():
     assert counter.total > 500  # the counter really saw the step
     assert torch.isfinite(out.loss) and out.event_rank is None and torch.isfinite(out.event_cosine)
     with OpCounter() as counter:  # what the loop adds on a logged step: the effective rank's SVD, its one sync
-        model.logged_diagnostics(out)
+        model.finish_output(out, logged=True)
     assert counter.syncs == 1 and counter.counts["aten._linalg_svd.default"] == 1 and out.event_rank > 1
 
 
