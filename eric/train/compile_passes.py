@@ -30,14 +30,14 @@ class RandomMasksFirst(CustomGraphPass):
     all its inputs, so the order stays topological."""
 
     def __call__(self, graph: torch.fx.Graph) -> None:
-        moved: list[torch.fx.Node] = []
+        last = None  # the draw moved before this one
         for node in [n for n in graph.nodes if _drawn(n)]:
             position = {n: i for i, n in enumerate(graph.nodes)}
             anchor = max(node.all_input_nodes, key=position.__getitem__)
-            if moved and position[moved[-1]] > position[anchor]:
-                anchor = moved[-1]  # keep the masks together
+            if last is not None and position[last] > position[anchor]:
+                anchor = last  # keep the masks together
             anchor.append(node)
-            moved.append(node)
+            last = node
 
     def uuid(self) -> bytes:
         return get_hash_for_files((__file__,))
