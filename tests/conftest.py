@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import os
 import sys
 import tarfile
 import zipfile
@@ -23,6 +24,25 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     seed = config.getoption("randomly_seed", None)
     if seed is not None and config.getoption("randomly_reorganize", False):
         terminalreporter.write_line(f"Using --randomly-seed={seed} (pass it to repeat this order and these seeds)")
+
+def pytest_configure(config):
+    """Under pytest-xdist (pyproject's addopts) each worker is one of several processes on the
+    machine's cores: one thread each (torch's, and its child processes' through
+    OMP_NUM_THREADS), not a pool per core in every worker."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        import torch
+
+        os.environ["OMP_NUM_THREADS"] = "1"
+        torch.set_num_threads(1)
+
+
+def pytest_collection_modifyitems(config, items):
+    """The files with a `slow` test first (each keeps its shuffled place among them, and the
+    other files theirs): the workers start the longest files at once, rather than one of them
+    running alone at the end of the run."""
+    slow = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow)  # stable: the shuffled order otherwise
+
 
 # stages/ and flows/ are script folders (DVC and Prefect run their files by path); their
 # modules import their siblings by bare name, so tests import them that way too
