@@ -36,14 +36,6 @@ def pytest_configure(config):
         torch.set_num_threads(1)
 
 
-def pytest_collection_modifyitems(config, items):
-    """The files with a `slow` test first (each keeps its shuffled place among them, and the
-    other files theirs): the workers start the longest files at once, rather than one of them
-    running alone at the end of the run."""
-    slow = {item.path for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: item.path not in slow)  # stable: the shuffled order otherwise
-
-
 # stages/ and flows/ are script folders (DVC and Prefect run their files by path); their
 # modules import their siblings by bare name, so tests import them that way too
 for _folder in ("stages", "flows"):

@@ -53,17 +53,3 @@ def test_the_suite_runs_shuffled_and_a_quiet_run_prints_its_seed_at_the_end():
     last = r"^Using --randomly-seed=\d+ \(pass it to repeat this order and these seeds\)$"
     assert re.search(last, out, re.MULTILINE), out[-2000:]
 
-
-def test_files_with_a_slow_test_run_first_and_the_rest_keep_the_shuffled_order(three_files):
-    """tests/conftest.py's ordering, after pytest-randomly's shuffle: a file with a `slow` test
-    starts first (under pytest-xdist, the longest files start at once on the workers)."""
-    shuffled = _collected(three_files, "-p", "randomly", "--randomly-seed=7")
-    three_files.makepyfile(test_b="import pytest\n" + "".join(
-        f"{'@pytest.mark.slow' if k == 3 else ''}\ndef test_b{k}():\n    pass\n" for k in range(5)))
-    three_files.makeconftest("from tests.conftest import pytest_collection_modifyitems\n"
-                             "def pytest_configure(config):\n"
-                             "    config.addinivalue_line('markers', 'slow: long')\n")
-    ordered = _collected(three_files, "-p", "randomly", "--randomly-seed=7")
-    assert [name[5] for name in ordered[:5]] == ["b"] * 5  # test_b's five first
-    assert ordered[5:] == [name for name in shuffled if name[5] != "b"]  # the others as shuffled
-    assert ordered[:5] == [name for name in shuffled if name[5] == "b"]  # and test_b's own order kept
