@@ -31,9 +31,11 @@ def test_one_cold_compile_serves_every_shape():
 def test_rounds_alternate_and_the_medians_are_recorded(tmp_path, monkeypatch):
     order = []
 
-    def cold_run(name, args):
+    def cold_run(name, args, what="--one"):
+        if what == "--nodes":
+            return {"lowered_ops": 3000 if name == "eric" else 1500}
         order.append(name)
-        seconds = {"eric": [30.0, 20.0, 25.0], "bart": [10.0, 12.0, 11.0]}[name][order.count(name) - 1]
+        seconds = {"eric": [30.0, 20.0, 25.0], "bart": [10.0, 12.0, 11.0]}[name][(order.count(name) - 1) % 3]
         return {"cold_compile_s": seconds, "graphs": 1, "ops_captured": 800 if name == "eric" else 280,
                 "later_step_s": 1.0}
 
@@ -42,7 +44,21 @@ def test_rounds_alternate_and_the_medians_are_recorded(tmp_path, monkeypatch):
     assert order == ["bart", "eric", "eric", "bart", "bart", "eric"]  # a busy spell hits both
     assert result["eric_cold_compile_s"] == 25.0 and result["bart_cold_compile_s"] == 11.0
     assert result["cold_compile_ratio"] == 25.0 / 11.0 and result["eric_cold_compile_s_each"] == [30.0, 20.0, 25.0]
+    assert result["eric_lowered_ops"] == 3000 and result["lowered_ops_ratio"] == 2.0  # counted once per model
     assert json.loads((tmp_path / "bench_compile.json").read_text())["result"] == result
+    base = bench_compile.main(["--size", "base", "--rounds", "1", "--out-dir", str(tmp_path)])
+    assert json.loads((tmp_path / "bench_compile_base.json").read_text())["result"] == base  # a record per size
+    assert json.loads((tmp_path / "bench_compile.json").read_text())["result"] == result  # tiny's kept
+
+
+def test_lowered_operations_count_the_forward_and_backward_graphs_inductor_gets():
+    """In a child process, as the benchmark runs it (in this one, its warm compiler would make
+    the cold compile of another test look like a later step)."""
+    args = bench_compile.argparse.Namespace(size="mini", budget=1024, shapes=1, backend="aot_eager")
+    counts = bench_compile.cold_run("bart", args, "--nodes")
+    assert counts["lowered_ops_fw"] > 285  # more than dynamo traces of the larger tiny BART (285): decompositions split ops
+    assert counts["lowered_ops_bw"] > counts["lowered_ops_fw"]  # the backward of each layer is larger
+    assert counts["lowered_ops"] == counts["lowered_ops_fw"] + counts["lowered_ops_bw"]
 
 
 def test_flop_shares_are_counted_on_the_meta_device(split, tmp_path):  # noqa: F811
