@@ -26,7 +26,12 @@ def _commit() -> str:
 def host() -> dict:
     return {"cores": os.cpu_count(), "load": round(os.getloadavg()[0], 2), "processor": platform.processor()
             or platform.machine(), "python": platform.python_version(),
-            "torch_threads": int(os.environ.get("OMP_NUM_THREADS", "0")) or None}
+            "torch_threads": _threads(os.environ.get("OMP_NUM_THREADS", ""))}
+
+
+def _threads(value: str) -> int | None:
+    """OMP_NUM_THREADS as a number; None when unset, empty or not a number (torch ignores it then)."""
+    return int(value) if value.strip().isdigit() and int(value) > 0 else None
 
 
 def record(name: str, result: dict, out_dir: Path = OUTPUTS) -> Path:
