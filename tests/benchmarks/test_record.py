@@ -39,3 +39,12 @@ def test_the_benchmarks_block_is_rendered_from_the_recorded_files(tmp_path, monk
 def test_the_records_are_written_where_the_docs_are_rendered_from():
     assert record.OUTPUTS == PROJECT_ROOT / "benchmarks" / "outputs" == blocks.BENCH_OUTPUTS
     assert (record.OUTPUTS / "bench_clean.json").is_file() and (record.OUTPUTS / "gpu").is_dir()
+
+
+def test_the_host_thread_count_is_read_only_from_a_number(monkeypatch):
+    """OMP_NUM_THREADS as the environment may hold it: a record at the end of a long run must not fail on it."""
+    for value, threads in [("3", 3), ("", None), ("auto", None), ("0", None)]:
+        monkeypatch.setenv("OMP_NUM_THREADS", value)
+        assert record.host()["torch_threads"] == threads
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    assert record.host()["torch_threads"] is None
