@@ -48,6 +48,9 @@ from record import OUTPUTS, record  # noqa: E402
 from eric.train.engine import compile_in_place, symbolic_shapes  # noqa: E402
 
 
+VOCAB = 1024  # synthetic token ids of both models
+
+
 def shapes(budget: int, n: int, source: int = 64) -> list[tuple[int, int, int]]:
     """(batch, source, target) of `n` micro-batches of at most `budget` padded tokens."""
     sizes = [(source + 8 * (i % 3), 96 + 48 * i) for i in range(n)]  # (source, target)
@@ -59,8 +62,7 @@ def one(name: str, size: str, budget: int, n: int, backend: str) -> dict:
     import torch._inductor.config as inductor
     from torch._dynamo.utils import compilation_time_metrics, counters
 
-    vocab = 1024
-    model = _model(name, size, vocab)
+    model = _model(name, size)
     compile_in_place(model.train(), backend)
     stats = counters["stats"]
     graphs, calls = stats["unique_graphs"], stats["calls_captured"]  # this model's own, whatever ran before
@@ -68,8 +70,7 @@ def one(name: str, size: str, budget: int, n: int, backend: str) -> dict:
     times = []
     with inductor.patch(force_disable_caches=True):  # cold: nothing from an earlier run's cache
         for i, (batch, source, target) in enumerate(shapes(budget, n)):
-            full = synthetic_batch(batch, source, target, vocab, seed=i)
-            inputs = symbolic_shapes({k: full[k] for k in (full if name == "eric" else BART_KEYS)})
+            inputs = _inputs(name, batch, source, target, seed=i)
             start = time.perf_counter()
             out = model(**inputs)
             if hasattr(model, "finish_output"):  # the no-grad work after the forward, as the Trainer does it
@@ -85,14 +86,20 @@ def one(name: str, size: str, budget: int, n: int, backend: str) -> dict:
             "cxx_wait_s": waited}
 
 
-def _model(name: str, size: str, vocab: int):
+def _model(name: str, size: str):
     from transformers import BartForConditionalGeneration
 
     from eric.model import EricForConditionalGeneration
 
     torch.manual_seed(0)
-    config = eric_config(size, vocab)
+    config = eric_config(size, VOCAB)
     return EricForConditionalGeneration(config) if name == "eric" else BartForConditionalGeneration(bart_config(config))
+
+
+def _inputs(name: str, batch: int, source: int, target: int, seed: int) -> dict:
+    """A synthetic micro-batch of the model's inputs, marked dynamic as the Trainer feeds it."""
+    full = synthetic_batch(batch, source, target, VOCAB, seed=seed)
+    return symbolic_shapes({k: full[k] for k in (full if name == "eric" else BART_KEYS)})
 
 
 def lowered_ops(name: str, size: str, budget: int) -> dict:
@@ -113,12 +120,9 @@ def lowered_ops(name: str, size: str, budget: int) -> dict:
 
     backend = aot_autograd(fw_compiler=counter("fw"), bw_compiler=counter("bw"),
                            partition_fn=min_cut_rematerialization_partition, decompositions=select_decomp_table())
-    model = _model(name, size, 1024)
+    model = _model(name, size)
     model.train().compile(backend=backend)
-    batch, source, target = shapes(budget, 1)[0]
-    full = synthetic_batch(batch, source, target, 1024, seed=0)
-    out = model(**symbolic_shapes({k: full[k] for k in (full if name == "eric" else BART_KEYS)}))
-    out.loss.backward()
+    model(**_inputs(name, *shapes(budget, 1)[0], seed=0)).loss.backward()
     return {"lowered_ops_fw": counts["fw"], "lowered_ops_bw": counts["bw"], "lowered_ops": counts["fw"] + counts["bw"]}
 
 
@@ -149,10 +153,11 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--one", choices=["eric", "bart"], help=argparse.SUPPRESS)  # the child processes
     parser.add_argument("--nodes", choices=["eric", "bart"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.one or args.nodes:
-        figures = one(args.one, args.size, args.budget, args.shapes, args.backend) if args.one else \
-            lowered_ops(args.nodes, args.size, args.budget)
-        print(json.dumps(figures))
+    if args.one:
+        print(json.dumps(one(args.one, args.size, args.budget, args.shapes, args.backend)))
+        return {}
+    if args.nodes:
+        print(json.dumps(lowered_ops(args.nodes, args.size, args.budget)))
         return {}
     result = {"size": args.size, "budget": args.budget, "shapes": args.shapes, "backend": args.backend,
               "rounds": args.rounds}

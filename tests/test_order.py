@@ -52,4 +52,3 @@ def test_the_suite_runs_shuffled_and_a_quiet_run_prints_its_seed_at_the_end():
                          cwd=PROJECT_ROOT, capture_output=True, text=True, check=False).stdout
     last = r"^Using --randomly-seed=\d+ \(pass it to repeat this order and these seeds\)$"
     assert re.search(last, out, re.MULTILINE), out[-2000:]
-
