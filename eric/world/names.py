@@ -2,8 +2,8 @@
 
 Names are single capitalized words that are not English words a template could
 contain, and no name word is a place word, so a final text's names map back to
-characters without ambiguity. Places are two capitalized words ("Old Harbor"),
-items two lowercase words rendered with "the" ("the silver key").
+characters without ambiguity. Places are one lowercase noun and items two lowercase
+words, both rendered with "the" ("the harbor", "the silver key").
 """
 
 FIRST_NAMES = tuple(
@@ -55,20 +55,17 @@ SURNAMES = tuple(
     """.split()
 )
 
-PLACE_FIRST = tuple(
+# One common noun each, written "the harbor": a unit's place is then a choice among the
+# scene's two to four, not a name to spell out. (Two-word names built from shared parts,
+# "Old Harbor", made small models write blends of the scene's names, "East Crossing" for
+# Black Crossing and East Gate, which the checker could only call unknown places.)
+PLACES = tuple(
     """
-    Old New Red Grey Green High Low North South East West Black White Silver Golden Iron Misty Quiet
-    Lonely Broken Hidden Windy Frozen Sunny Dark Bright Deep Far Upper Lower Amber Copper Crooked
+    harbor bridge mill tower forest valley market castle abbey meadow crossing hollow quarry chapel
+    orchard inn lighthouse monastery garrison ferry vineyard citadel cove ridge grove wharf bazaar
+    fen moor smithy tannery bakery
     """.split()
 )
-PLACE_SECOND = tuple(
-    """
-    Harbor Bridge Mill Tower Forest Valley Market Castle Abbey Meadow Crossing Hollow Gate Quarry Chapel
-    Orchard Inn Lighthouse Monastery Garrison Ferry Vineyard Citadel Cove Ridge Grove Pass Wharf Bazaar
-    Keep Fen Moor
-    """.split()
-)
-PLACES = tuple(f"{a} {b}" for a in PLACE_FIRST for b in PLACE_SECOND)
 
 ITEM_FIRST = tuple("silver golden iron wooden copper jade crystal bone bronze glass ivory leather".split())
 ITEM_SECOND = tuple(

@@ -2,13 +2,13 @@
 
 Every event type has several phrasings (word order and verb vary), so a model has to
 learn the event, not one string. Slots: {a} the actor, {b} the other character,
-{p} a place, {i} an item ("the silver key"). Characters are written as placeholders
+{p} a place ("the harbor"), {i} an item ("the silver key"). Characters are written as placeholders
 `<ek>` (k = their position in the scene sentence); the checker maps names back to
 placeholders before parsing a final text.
 
 The scene (the input sentence, with names), e.g.:
-  "Anna Berg and Tom Reed are at Old Harbor; Mia Berg is at Red Mill;
-   Tom Reed carries the old map; the silver key lies at Red Mill."
+  "Anna Berg and Tom Reed are at the harbor; Mia Berg is at the mill;
+   Tom Reed carries the old map; the silver key lies at the mill."
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ PLACEHOLDER = re.compile(r"<e(\d+)>")
 _SLOTS = {
     "a": r"(?P<a><e\d+>)",
     "b": r"(?P<b><e\d+>)",
-    "p": r"(?P<p>[A-Z][a-z]+ [A-Z][a-z]+)",
+    "p": r"the (?P<p>[a-z]+)",
     "i": r"the (?P<i>[a-z]+ [a-z]+)",
 }
 
@@ -92,7 +92,7 @@ def tag(k: int) -> str:
 
 def render(event: Event, template: str) -> str:
     text = template.format(a=tag(event.a), b=tag(event.b) if event.b is not None else "",
-                           p=event.place or "", i=f"the {event.item}" if event.item else "")
+                           p=f"the {event.place}" if event.place else "", i=f"the {event.item}" if event.item else "")
     return text[0].upper() + text[1:]  # "{i} passed ..." starts a sentence
 
 
@@ -137,15 +137,15 @@ def render_scene(w: World) -> str:
     for place in w.places:
         here = [c.name for c in w.characters if c.location == place]
         if here:
-            clauses.append(f"{_join_names(here)} {'is' if len(here) == 1 else 'are'} at {place}")
+            clauses.append(f"{_join_names(here)} {'is' if len(here) == 1 else 'are'} at the {place}")
     clauses += [f"{c.name} carries the {c.holds}" for c in w.characters if c.holds]
-    clauses += [f"the {item} lies at {place}" for item, place in w.items.items() if place is not None]
+    clauses += [f"the {item} lies at the {place}" for item, place in w.items.items() if place is not None]
     return "; ".join(clauses) + "."
 
 
-_AT = re.compile(r"(?P<names>.+) (?:is|are) at (?P<place>[A-Z][a-z]+ [A-Z][a-z]+)")
+_AT = re.compile(r"(?P<names>.+) (?:is|are) at the (?P<place>[a-z]+)")
 _CARRIES = re.compile(r"(?P<name>[A-Z][a-z]+ [A-Z][a-z]+) carries the (?P<item>[a-z]+ [a-z]+)")
-_LIES = re.compile(r"the (?P<item>[a-z]+ [a-z]+) lies at (?P<place>[A-Z][a-z]+ [A-Z][a-z]+)")
+_LIES = re.compile(r"the (?P<item>[a-z]+ [a-z]+) lies at the (?P<place>[a-z]+)")
 _NAME = re.compile(r"[A-Z][a-z]+ [A-Z][a-z]+")
 
 

@@ -56,7 +56,7 @@ def _world_row():
     (a grounding violation), its third unit garbled (unparsed), names in the final text."""
     story = list(generate_stories(seed=5, count=1, cast=(3, 4), events=4))[0]
     units = list(story.units)
-    units[1] = re.sub(r"(in|to|at) [A-Z][a-z]+ [A-Z][a-z]+", r"\1 Nowhere Town", units[1], count=1)
+    units[1] = re.sub(r"(in|to|at) the [a-z]+", r"\1 the lagoon", units[1], count=1)
     units[2] = "<e0> juggles the moon."
     name = lambda m: story.cast[int(m.group(1))]  # noqa: E731
     stage_one = "<sent> " + " <sent> ".join(units)
@@ -69,7 +69,7 @@ def test_world_cases_carry_the_checkers_verdict_per_unit():
     case = build_cases({"eric": [row]}, count=1, seed=0, world=True)[0]
     verdicts = [u.verdict for u in case.variants["eric"]]
     assert verdicts[0] == "parsed" and verdicts[2] == "unparsed"
-    if "Nowhere Town" in units[1]:  # the event names a place: moved outside the scene
+    if "the lagoon" in units[1]:  # the event names a place: moved outside the scene
         assert verdicts[1].startswith("breaks ") and "unknown_place" in verdicts[1]
     assert build_cases({"eric": [row]}, count=1, seed=0)[0].variants["eric"][0].verdict is None
 

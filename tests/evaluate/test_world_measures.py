@@ -28,12 +28,12 @@ from eric.world.generate import generate_stories
 from eric.world.oracle import FLOOR, Oracle, event_tables
 from tests.generate.tiny import MAX_ENTITIES, tiny_tokenizer
 
-SCENE = "Anna Berg and Tom Reed are at Old Harbor; Mia Cole is at Red Mill."
+SCENE = "Anna Berg and Tom Reed are at the harbor; Mia Cole is at the mill."
 UNITS = [
     "<e0> met <e1>.",  # parsed, grounded, allowed
-    "<e0> traveled to Nowhere Land.",  # unknown place: already_there was not checked
+    "<e0> traveled to the lagoon.",  # unknown place: already_there was not checked
     "<e5> met <e0>.",  # a character outside the cast: no state rule was checked
-    "<e1> fled from <e2> to Nowhere Land.",  # unknown place and not_together (a state rule)
+    "<e1> fled from <e2> to the lagoon.",  # unknown place and not_together (a state rule)
     "<e0> talked with <e2>.",  # grounded: not_together and strangers
     "Blah blah.",  # unparsed
 ]
@@ -48,7 +48,7 @@ def test_grounded_units_are_those_whose_state_rules_were_all_applied():
 
 
 def test_rates_per_parsed_and_per_grounded_unit():
-    clean = check_story(SCENE, ["<e0> met <e1>.", "<e1> traveled to Red Mill."])
+    clean = check_story(SCENE, ["<e0> met <e1>.", "<e1> traveled to the mill."])
     counts = columns([story_counts(c) for c in (check_story(SCENE, UNITS), clean)])
     assert counts["grounded"] == [2, 2] and counts["clean"] == [0, 1] and counts["valid"] == [0, 1]
     out = rates(counts)
@@ -90,11 +90,11 @@ def test_name_counts_of_a_final_text():
 
 def test_unit_labels_read_the_state_before_from_the_previous_unit_or_the_scene():
     row = {"source": SCENE, "world_events": ["fight", "recover"], "world_focal": ["<e2>", "<e1>"],
-           "world_states": [[{}, {"condition": "wounded", "location": "Old Harbor"}, {}],
-                            [{}, {"condition": "well", "location": "Red Mill"}, {}]]}
-    row["world_states"][0][2] = {"condition": "wounded", "location": "Red Mill"}
+           "world_states": [[{}, {"condition": "wounded", "location": "harbor"}, {}],
+                            [{}, {"condition": "well", "location": "mill"}, {}]]}
+    row["world_states"][0][2] = {"condition": "wounded", "location": "mill"}
     assert unit_labels(row, 0) == {"event": "fight", "condition_before": "well", "location_before": "place 1",
-                                   "condition": "wounded"}  # Mia Cole (<e2>) starts at Red Mill, the second place
+                                   "condition": "wounded"}  # Mia Cole (<e2>) starts at the mill, the second place
     assert unit_labels(row, 1) == {"event": "recover", "condition_before": "wounded",
                                    "location_before": "place 0", "condition": "well"}
     assert unit_labels(row, 2) is None

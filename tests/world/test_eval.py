@@ -78,7 +78,7 @@ def test_sample_checks_accept_gold_texts_and_count_a_broken_one(rows):
     for r in rows:
         named = deanonymize(r["target"], r["mentions"])
         samples.append({"input": r["source"], "stage_one": r["target"], "final_text": named, "reference": named})
-    broken = dict(samples[0], stage_one=stage_one_target(["<e0> traveled to Nowhere Land."]))
+    broken = dict(samples[0], stage_one=stage_one_target(["<e0> traveled to the lagoon."]))
     out = sample_checks([*samples, broken])
     assert out["reference"]["violations"] == 0 and out["reference"]["parse_rate"] == 1.0
     assert out["final"]["violation_rate"] == 0.0

@@ -12,8 +12,8 @@ from eric.evaluate.io import deanonymize
 from eric.world.checker import check_story
 from eric.world.generate import WorldError, allowed_events, draw_world, generate_stories, generate_story
 from eric.world.metrics import text_units
-from eric.world.names import FIRST_NAMES, ITEMS, PLACE_FIRST, PLACE_SECOND, PLACES, SURNAMES
-from eric.world.phrasings import parse_scene
+from eric.world.names import FIRST_NAMES, ITEMS, PLACES, SURNAMES
+from eric.world.phrasings import PHRASINGS, parse_scene
 from eric.world.world import EVENT_TYPES, Event, apply, violations
 
 
@@ -123,5 +123,13 @@ def test_bad_generator_arguments_fail_in_one_line():
 def test_name_lists_are_large_distinct_and_apart_from_places():
     assert len(FIRST_NAMES) >= 250 and len(SURNAMES) >= 250
     assert len(set(FIRST_NAMES)) == len(FIRST_NAMES) and len(set(SURNAMES)) == len(SURNAMES)
-    assert not (set(FIRST_NAMES) | set(SURNAMES)) & (set(PLACE_FIRST) | set(PLACE_SECOND))
-    assert all(len(p.split()) == 2 for p in PLACES) and all(len(i.split()) == 2 for i in ITEMS)
+    assert not {n.lower() for n in FIRST_NAMES + SURNAMES} & set(PLACES)
+    assert all(len(i.split()) == 2 for i in ITEMS)
+
+
+def test_a_place_is_one_lowercase_noun_no_item_or_phrasing_uses():
+    """A unit's place is a choice among the scene's, with nothing to spell: one word, and
+    not a word the items or the phrasings use elsewhere (it could be read from two slots)."""
+    assert len(set(PLACES)) == len(PLACES) >= 30 and all(p.isalpha() and p.islower() for p in PLACES)
+    template_words = {w.strip(".,:").lower() for ts in PHRASINGS.values() for t in ts for w in t.split()}
+    assert not set(PLACES) & ({w for i in ITEMS for w in i.split()} | template_words)

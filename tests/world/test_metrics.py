@@ -47,7 +47,7 @@ def test_nmi_limits():
 
 def test_checker_summary_counts_parse_rate_violations_and_clean_stories():
     texts = [
-        "<sent> <e0> traveled to Red Mill. <sent> <e0> met <e2>.",  # clean and valid
+        "<sent> <e0> traveled to the mill. <sent> <e0> met <e2>.",  # clean and valid
         "<sent> <e0> met <e2>. <sent> <e0> sang a song.",  # one violation, one unparsed
         "<sent> <e0> sang. <sent>",  # nothing parsed (the empty unit counts too)
     ]
@@ -57,7 +57,7 @@ def test_checker_summary_counts_parse_rate_violations_and_clean_stories():
     assert s["violations"] == 1 and s["violation_rate"] == pytest.approx(1 / 3)
     assert s["by_rule"] == {"not_together": 1}
     assert s["state_violations"] == 1 and s["state_violation_rate"] == pytest.approx(1 / 3)
-    grounding = check_texts([SCENE], ["<sent> <e0> traveled to Blue Lagoon. <sent> <e0> met <e0>."])
+    grounding = check_texts([SCENE], ["<sent> <e0> traveled to the lagoon. <sent> <e0> met <e0>."])
     assert grounding["violations"] == 2 and grounding["state_violations"] == 0
     assert s["clean_stories"] == pytest.approx(1 / 3) and s["valid_stories"] == pytest.approx(1 / 3)
 

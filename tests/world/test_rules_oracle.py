@@ -52,7 +52,7 @@ BROKEN_RULE = {
     "unmarried": "already_married", "a holds": "item_not_held", "b holds": "item_not_held",
     "item here": "item_not_here", "a hands free": "hands_full", "b hands free": "hands_full",
 }
-HERE, THERE = "Old Harbor", "Red Mill"
+HERE, THERE = "harbor", "mill"
 KEY, MAP = "silver key", "old map"
 
 
