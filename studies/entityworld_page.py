@@ -88,19 +88,21 @@ def fluency_curve(grid: str = "fluency", spec: StudySpec | None = None) -> str:
     """Per arm and snapshot of the fluency grid: what the checker says of the texts that snapshot
     writes (eric/evaluate/world_curve.py), the validation LM loss, the input gap (its rise with
     another story's scene; 0: the model does not read the scene, blank: not logged then), and
-    whether it meets FLUENT."""
-    rows = []
+    whether it meets FLUENT. `code`: the commit the run was made at (its run.json), so rows
+    made before a change of the world read as such."""
+    spec, rows = spec or study(), []
     for arm, seeds in runs(grid, spec).items():
         for seed, world in seeds.items():
+            code = ((spec.run(f"{grid}-{arm}-seed{seed}") or {}).get("commit") or "–")[:7]
             curve = world.get("curve") or {}  # columns, one value per snapshot
             for i, step in enumerate(curve.get("step", [])):
                 at = {k: values[i] for k, values in curve.items()}
-                rows.append([NAMES.get(arm, arm), str(seed), str(step), fmt(at.get("parse_rate"), pct=True),
+                rows.append([NAMES.get(arm, arm), str(seed), code, str(step), fmt(at.get("parse_rate"), pct=True),
                              fmt(at.get("grounding_rate")), fmt(at.get("grounded_share"), pct=True),
                              fmt(at.get("val_lm_loss")), fmt(at.get("val_input_gap")), "yes" if _fluent(at) else "no"])
     if not rows:
         return NONE_YET
-    return markdown_table(["arm", "seed", "step", "parse rate %", "grounding viol. / parsed unit",
+    return markdown_table(["arm", "seed", "code", "step", "parse rate %", "grounding viol. / parsed unit",
                            "grounded % of parsed", "val LM loss", "input gap", "fluent"], rows)
 
 

@@ -69,10 +69,13 @@ PHRASINGS: dict[str, tuple[str, ...]] = {
 }
 
 PLACEHOLDER = re.compile(r"<e(\d+)>")
+# A place as written: "the harbor"; or a two-word name ("Old Harbor"), the world's places
+# before they were nouns, so that the kept samples of those runs still read.
+_PLACE = r"the [a-z]+|[A-Z][a-z]+ [A-Z][a-z]+"
 _SLOTS = {
     "a": r"(?P<a><e\d+>)",
     "b": r"(?P<b><e\d+>)",
-    "p": r"the (?P<p>[a-z]+)",
+    "p": rf"(?P<p>{_PLACE})",
     "i": r"the (?P<i>[a-z]+ [a-z]+)",
 }
 
@@ -90,9 +93,18 @@ def tag(k: int) -> str:
     return f"<e{k}>"
 
 
+def place_text(place: str) -> str:
+    """How a place is written: "the harbor" (a two-word name as it is)."""
+    return place if " " in place else f"the {place}"
+
+
+def _place(written: str | None) -> str | None:
+    return written.removeprefix("the ") if written else None
+
+
 def render(event: Event, template: str) -> str:
     text = template.format(a=tag(event.a), b=tag(event.b) if event.b is not None else "",
-                           p=f"the {event.place}" if event.place else "", i=f"the {event.item}" if event.item else "")
+                           p=place_text(event.place) if event.place else "", i=f"the {event.item}" if event.item else "")
     return text[0].upper() + text[1:]  # "{i} passed ..." starts a sentence
 
 
@@ -113,7 +125,7 @@ def parse_unit(text: str) -> Event | None:
             m = pattern.fullmatch(candidate)
             if m:
                 slots = m.groupdict()
-                found.add(Event(kind, _index(slots["a"]), _index(slots.get("b")), slots.get("p"), slots.get("i")))
+                found.add(Event(kind, _index(slots["a"]), _index(slots.get("b")), _place(slots.get("p")), slots.get("i")))
     return found.pop() if len(found) == 1 else None
 
 
@@ -137,15 +149,15 @@ def render_scene(w: World) -> str:
     for place in w.places:
         here = [c.name for c in w.characters if c.location == place]
         if here:
-            clauses.append(f"{_join_names(here)} {'is' if len(here) == 1 else 'are'} at the {place}")
+            clauses.append(f"{_join_names(here)} {'is' if len(here) == 1 else 'are'} at {place_text(place)}")
     clauses += [f"{c.name} carries the {c.holds}" for c in w.characters if c.holds]
-    clauses += [f"the {item} lies at the {place}" for item, place in w.items.items() if place is not None]
+    clauses += [f"the {item} lies at {place_text(place)}" for item, place in w.items.items() if place is not None]
     return "; ".join(clauses) + "."
 
 
-_AT = re.compile(r"(?P<names>.+) (?:is|are) at the (?P<place>[a-z]+)")
+_AT = re.compile(rf"(?P<names>.+) (?:is|are) at (?P<place>{_PLACE})")
 _CARRIES = re.compile(r"(?P<name>[A-Z][a-z]+ [A-Z][a-z]+) carries the (?P<item>[a-z]+ [a-z]+)")
-_LIES = re.compile(r"the (?P<item>[a-z]+ [a-z]+) lies at the (?P<place>[a-z]+)")
+_LIES = re.compile(rf"the (?P<item>[a-z]+ [a-z]+) lies at (?P<place>{_PLACE})")
 _NAME = re.compile(r"[A-Z][a-z]+ [A-Z][a-z]+")
 
 
@@ -163,14 +175,14 @@ def parse_scene(scene: str) -> World:
             names = re.split(r", | and ", m["names"])
             if not all(_NAME.fullmatch(n) for n in names):
                 raise SceneError(f"not an EntityWorld scene clause: {clause[:60]!r}")
-            places.append(m["place"])
-            characters += [Character(n, m["place"]) for n in names]
+            places.append(_place(m["place"]))
+            characters += [Character(n, places[-1]) for n in names]
         elif m := _CARRIES.fullmatch(clause):
             carries.append((m["name"], m["item"]))
         elif m := _LIES.fullmatch(clause):
-            items[m["item"]] = m["place"]
-            if m["place"] not in places:
-                places.append(m["place"])
+            items[m["item"]] = place = _place(m["place"])
+            if place not in places:
+                places.append(place)
         else:
             raise SceneError(f"not an EntityWorld scene clause: {clause[:60]!r}")
     by_name = {c.name: c for c in characters}

@@ -37,6 +37,7 @@ def spec(tmp_path):
              "val_input_gap": [0.0, 0.3]}
     fluent = _world(0.96, 0.08, 0.81, 0.5)
     _keep(tmp_path, "fluency-bart-seed1", "bart", {"world": {**fluent["world"], "curve": curve}})
+    (tmp_path / "outputs" / "fluency-bart-seed1" / RUN_FILE).write_text(json.dumps({"commit": "08ab663" + "0" * 33}))
     for seed, noise in zip((1, 2, 3), (-0.01, 0.0, 0.01)):
         _keep(tmp_path, f"world-bart-seed{seed}", "bart", _world(0.97, 0.05, 0.85, 0.50 + noise))
         _keep(tmp_path, f"world-eric-seed{seed}", "eric", _world(0.97, 0.20, 0.85, 0.40 + 2 * noise))
@@ -73,8 +74,8 @@ def test_verdicts_are_paired_by_seed_and_need_the_interval_to_exclude_zero(spec)
     assert page.verdict(page.seed_interval([0.1, 0.2, 0.15])) == "yes: A breaks more"
 
 
-def test_the_fluency_curve_marks_the_first_snapshot_that_meets_every_line(spec):
+def test_the_fluency_curve_marks_the_first_snapshot_that_meets_every_line_and_the_runs_code(spec):
     table = page.fluency_curve(spec=spec)
-    assert _line(table, "BART").startswith("| BART | 1 | 1000 | 93.0 | 0.400 | 50.0 | 1.200 | 0.000 | no |")
-    assert table.splitlines()[-1] == "| BART | 1 | 2000 | 96.0 | 0.080 | 81.0 | 0.900 | 0.300 | yes |"
+    assert _line(table, "BART").startswith("| BART | 1 | 08ab663 | 1000 | 93.0 | 0.400 | 50.0 | 1.200 | 0.000 | no |")
+    assert table.splitlines()[-1] == "| BART | 1 | 08ab663 | 2000 | 96.0 | 0.080 | 81.0 | 0.900 | 0.300 | yes |"
     assert _line(page.fluency_table(spec=spec), "BART").startswith("| BART | 3 |")  # the world grid's own runs

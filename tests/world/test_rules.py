@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from eric.world.checker import check_story
-from eric.world.phrasings import PHRASINGS, SceneError, names_to_placeholders, parse_scene, parse_unit, render
+from eric.world.phrasings import (PHRASINGS, SceneError, names_to_placeholders, parse_scene, parse_unit, render,
+                                  render_scene)
 from eric.world.world import EVENT_TYPES, RULES, Event
 
 # <e0> Anna Berg and <e1> Tom Reed at the harbor (Tom holds the old map), <e2> Mia Berg at
@@ -58,6 +59,16 @@ def test_the_scene_is_read_with_cast_order_places_items_and_families():
     assert w.places == ["harbor", "mill"]
     assert w.characters[1].holds == "old map" and w.items == {"old map": None, "silver key": "mill"}
     assert w.characters[0].knows == {2} and w.characters[1].knows == set()
+
+
+def test_scenes_and_units_of_the_two_word_places_still_read():
+    """The retired runs' kept samples name places as "Old Harbor": they read as before, and a
+    scene renders back as it was written in either form."""
+    old = "Anna Berg and Tom Reed are at Old Harbor; Mia Berg is at Red Mill; the silver key lies at Red Mill."
+    assert parse_scene(old).places == ["Old Harbor", "Red Mill"]
+    assert render_scene(parse_scene(old)) == old and render_scene(parse_scene(SCENE)) == SCENE
+    assert check_story(old, ["<e0> traveled to Red Mill.", "<e0> waited in Old Harbor."]).by_rule == {"wrong_place": 1}
+    assert parse_unit("<e0> hid the silver key in the mill.") == Event("hide", 0, None, "mill", "silver key")
 
 
 @pytest.mark.parametrize("scene", ["", "Anna Berg is at the harbor", "Anna is at the harbor.",
