@@ -57,8 +57,8 @@ SURNAMES = tuple(
 
 # One common noun each, written "the harbor": a unit's place is then a choice among the
 # scene's two to four, not a name to spell out. (Two-word names built from shared parts,
-# "Old Harbor", made small models write blends of the scene's names, "East Crossing" for
-# Black Crossing and East Gate, which the checker could only call unknown places.)
+# "Old Harbor", made small models write blends of the scene's names, "East Crossing" in a
+# scene with Green Gate and Black Crossing, which the checker could only call unknown places.)
 PLACES = tuple(
     """
     harbor bridge mill tower forest valley market castle abbey meadow crossing hollow quarry chapel
