@@ -157,7 +157,23 @@ def grounded_pairs(grid: str = "world", form: str = "stage_one", spec: StudySpec
     return pairs_table({arm: by_seed(seeds, "grounded_state_violation_rate", form) for arm, seeds in found.items()})
 
 
+def scene_blind(seed: int = 42, stories: int = 200) -> str:
+    """The line a writer that ignores its scene reaches: the world's own stories (the world
+    profile's seed, the generator's cast and length) each checked against the next story's
+    scene, beside their own (eric/evaluate/world_lines.py `scene_blind_rates`)."""
+    from eric.evaluate.world_lines import scene_blind_rates
+
+    found = scene_blind_rates(seed, stories)
+    rows = [[label, fmt(found[key]["grounding_rate"]), fmt(found[key]["grounded_share"], pct=True),
+             fmt(found[key]["grounded_state_violation_rate"])]
+            for key, label in (("next", f"{stories} stories of the world, each read against the next story's scene"),
+                               ("own", "the same stories, each against its own scene"))]
+    return markdown_table(["texts", "grounding viol. / parsed unit", "grounded % of parsed",
+                           "state viol. / grounded unit"], rows)
+
+
 BLOCKS: dict[str, Callable[[], str]] = {
+    "entityworld-scene-blind": scene_blind,
     "entityworld-fluency": fluency_table,
     "entityworld-fluency-curve": fluency_curve,
     "entityworld-seeds": seeds_table,

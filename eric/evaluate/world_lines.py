@@ -18,6 +18,10 @@
 - `contrastive_ratios`: the model's own L_CL / chance at the end of training, train and
   validation (the training stage's plots), over its training candidates and over entity
   candidates, to read against those lines.
+- `scene_blind_rates`: the checker's rates of the world's own stories, each read against the
+  next story's scene: a writer as fluent and as consistent as the generator that ignores its
+  input. The line the grounding rates and the state violations per grounded unit of a model
+  stand beside (a model under it there reads its scene).
 """
 
 from __future__ import annotations
@@ -165,3 +169,17 @@ def contrastive_ratios(plots_dir: Path, variant: str) -> dict:
     return {"train": last(train, "", "contrastive"), "val": last(val, "val_", "contrastive"),
             "entity_train": last(train, "", "contrastive_entity"),
             "entity_val": last(val, "val_", "contrastive_entity")}
+
+
+def scene_blind_rates(seed: int, stories: int, cast: tuple[int, int] = (3, 8), events: int = 15) -> dict:
+    """Rates (eric/evaluate/world_checks.py) of `stories` generator stories checked against
+    their own scene (`own`: the generator's legality, no violation) and against the scene of
+    the next story (`next`; the last against the first)."""
+    from eric.evaluate.world_checks import columns, rates, story_counts
+    from eric.world.checker import check_story
+    from eric.world.generate import generate_stories
+
+    drawn = list(generate_stories(seed, stories, tuple(cast), events))
+    scenes = {"own": drawn, "next": drawn[1:] + drawn[:1]}
+    return {name: rates(columns([story_counts(check_story(other.scene, story.units)) for story, other in
+                                 zip(drawn, read)])) for name, read in scenes.items()}

@@ -19,7 +19,7 @@ from eric.evaluate.state_probe import UnitState, linear_probe, majority_probe
 from eric.evaluate.world_checks import columns, is_grounded, name_counts, rates, story_checks, story_counts
 from eric.evaluate.world_curve import snapshots, world_curve
 from eric.evaluate.lm_loss import val_batches
-from eric.evaluate.world_lines import LabelPrior, contrastive_ratios, critic_lines, oracle_event_probe
+from eric.evaluate.world_lines import LabelPrior, contrastive_ratios, critic_lines, oracle_event_probe, scene_blind_rates
 from eric.evaluate.world_mix import kind_columns, standardized
 from eric.evaluate.world_probes import identity_votes, unit_labels
 from eric.world.checker import check_story
@@ -56,6 +56,17 @@ def test_rates_per_parsed_and_per_grounded_unit():
     assert out["grounded_state_violation_rate"] == pytest.approx(2 / 4)
     assert out["grounding_violations"] == 3 and out["grounding_rate"] == pytest.approx(3 / 7)
     assert "mapped_rate" not in out
+
+
+def test_the_scene_blind_line_reads_legal_stories_against_another_scene():
+    """Against its own scene a generator story breaks nothing; against the next story's, its
+    characters, places and items are often not that scene's, and where they are, their states
+    are not the ones the story assumes."""
+    found = scene_blind_rates(seed=3, stories=20)
+    own, blind = found["own"], found["next"]
+    assert own["grounding_rate"] == 0 and own["grounded_share"] == 1 and own["grounded_state_violation_rate"] == 0
+    assert blind["grounding_rate"] > 0.2 and blind["grounded_share"] < 0.8 and blind["grounded_state_violation_rate"] > 0.2
+    assert blind == scene_blind_rates(seed=3, stories=20)["next"]  # the same seed, the same line
 
 
 def test_the_event_mix_standardization_worked_by_hand():

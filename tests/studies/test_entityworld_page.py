@@ -79,3 +79,9 @@ def test_the_fluency_curve_marks_the_first_snapshot_that_meets_every_line_and_th
     assert _line(table, "BART").startswith("| BART | 1 | 08ab663 | 1000 | 93.0 | 0.400 | 50.0 | 1.200 | 0.000 | no |")
     assert table.splitlines()[-1] == "| BART | 1 | 08ab663 | 2000 | 96.0 | 0.080 | 81.0 | 0.900 | 0.300 | yes |"
     assert _line(page.fluency_table(spec=spec), "BART").startswith("| BART | 3 |")  # the world grid's own runs
+
+
+def test_the_scene_blind_line_renders_beside_the_own_scene_row():
+    table = page.scene_blind(seed=3, stories=20)
+    blind, own = _line(table, "20 stories"), _line(table, "the same")
+    assert own.endswith("| 0.000 | 100.0 | 0.000 |") and not blind.endswith("| 0.000 | 100.0 | 0.000 |")
