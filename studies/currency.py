@@ -2,14 +2,16 @@
 
 A kept run's dvc.lock records the md5 of every file each stage read and the value of every
 setting it read. Its primary inputs (files no stage of the run wrote: code, the corpus) are
-compared with the workspace, its settings with params.yaml under the configuration's
-overrides. What a stage of the run wrote (data, models, samples) is not compared: it follows
+compared with the workspace (a folder through DVC's own hash of it, `.dvcignore` applied),
+its settings with params.yaml under the configuration's overrides. What a stage of the run wrote (data, models, samples) is not compared: it follows
 from the inputs, and a model's bytes differ between CPUs anyway (docs/model.md)."""
 
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +46,27 @@ class Drift:
 
 def _md5(path: Path) -> str:
     return hashlib.md5(path.read_bytes()).hexdigest()
+
+
+@functools.cache
+def _dvc_repo(root: Path):
+    """The DVC project at `root` (opened once a process: about a second), None where there is none."""
+    from dvc.repo import Repo
+
+    return Repo(os.fspath(root)) if (root / ".dvc").is_dir() else None
+
+
+def folder_md5(root: Path, path: str) -> str | None:
+    """DVC's md5 of the folder `path` as the workspace under `root` holds it (what `dvc repro`
+    would record: the same tree hash, the project's .dvcignore applied), None when it is absent
+    or `root` is no DVC project. It writes nothing to the cache."""
+    from dvc_data.hashfile.build import build
+
+    repo = _dvc_repo(root)
+    if repo is None or not (root / path).is_dir():
+        return None
+    _, _, tree = build(repo.cache.local, os.fspath(root / path), repo.fs, "md5", ignore=repo.dvcignore)
+    return tree.hash_info.value
 
 
 def _lookup(tree: Any, dotted: str) -> Any:
@@ -92,7 +115,8 @@ def _changed_settings(recorded: dict[str, Any], params: dict) -> list[str]:
 
 def drift(lock: dict, params: dict, root: Path, current_lock: dict | None = None) -> Drift:
     """Compare a kept dvc.lock with the workspace under `root` and the intended `params`.
-    A folder input (the corpus) is compared through the current dvc.lock's record of it.
+    A folder input (a package of eric/) is hashed as the workspace holds it; one the workspace
+    lacks is compared through the current dvc.lock's record of it.
     Per-variant stages (`<stage>@<variant>`) of variants the configuration does not train are
     left out: the kept lock carries them from the project's dvc.lock the run was checked out
     with, not from this run."""
@@ -104,7 +128,8 @@ def drift(lock: dict, params: dict, root: Path, current_lock: dict | None = None
     files = []
     for path, md5 in sorted(_inputs(stages).items()):
         if md5.endswith(".dir"):
-            if path in recorded_now and recorded_now[path] != md5:
+            now = folder_md5(root, path) or recorded_now.get(path, md5)
+            if now != md5:
                 files.append(path + "/")
         elif not (root / path).is_file() or _md5(root / path) != md5:
             files.append(path)

@@ -148,3 +148,32 @@ def test_stages_of_variants_the_configuration_does_not_train_are_not_its_run(tmp
     assert found.current
     both = drift(lock, _intended(root, **{"train.seed": 43, "variants": ["eric", "bart"]}), root)
     assert both.files == ["eric/model.py"] and "train.seed: 7 -> 43" in both.settings
+
+
+def test_a_folder_input_is_hashed_as_the_workspace_holds_it_bytecode_aside(tmp_path):
+    """A folder dependency (a package of eric/) is compared by DVC's own hash of the workspace's
+    folder, the project's .dvcignore applied: not through the project's dvc.lock, which dates
+    from its last full `dvc repro` and would make every later run read as older."""
+    import shutil
+    from pathlib import Path
+
+    from dvc.repo import Repo
+
+    from studies.currency import folder_md5
+
+    root = _project(tmp_path)
+    Repo.init(str(root), no_scm=True)
+    shutil.copy(Path(__file__).resolve().parents[2] / ".dvcignore", root / ".dvcignore")
+    (root / "eric" / "world").mkdir()
+    (root / "eric" / "world" / "names.py").write_text("PLACES = ['harbor']\n")
+    lock = _lock(_md5("X = 1\n"))
+    lock["stages"]["train@eric"]["deps"].append({"path": "eric/world", "md5": folder_md5(root, "eric/world")})
+    intended = _intended(root, **{"train.seed": 43, "variants": ["eric"]})
+    assert lock["stages"]["train@eric"]["deps"][-1]["md5"].endswith(".dir")
+    assert "eric/world" not in (root / "dvc.lock").read_text()  # the project's lock has no word on it
+    assert drift(lock, intended, root).current
+    (root / "eric" / "world" / "__pycache__").mkdir()
+    (root / "eric" / "world" / "__pycache__" / "names.cpython-311.pyc").write_bytes(b"\x00bytecode")
+    assert drift(lock, intended, root).current
+    (root / "eric" / "world" / "names.py").write_text("PLACES = ['harbor', 'mill']\n")
+    assert drift(lock, intended, root).files == ["eric/world/"]
