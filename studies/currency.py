@@ -59,13 +59,16 @@ def _dvc_repo(root: Path):
 def folder_md5(root: Path, path: str) -> str | None:
     """DVC's md5 of the folder `path` as the workspace under `root` holds it (what `dvc repro`
     would record: the same tree hash, the project's .dvcignore applied), None when it is absent
-    or `root` is no DVC project. It writes nothing to the cache."""
+    or `root` is no DVC project. A dry run on a stateless store: nothing is written, not even
+    DVC's hash-state database (test workers render pages at once)."""
     from dvc_data.hashfile.build import build
+    from dvc_data.hashfile.db import HashFileDB
 
     repo = _dvc_repo(root)
     if repo is None or not (root / path).is_dir():
         return None
-    _, _, tree = build(repo.cache.local, os.fspath(root / path), repo.fs, "md5", ignore=repo.dvcignore)
+    nowhere = HashFileDB(repo.fs, os.fspath(root / ".dvc" / "cache"), read_only=True)
+    _, _, tree = build(nowhere, os.fspath(root / path), repo.fs, "md5", ignore=repo.dvcignore, dry_run=True)
     return tree.hash_info.value
 
 
