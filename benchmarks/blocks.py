@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from eric.evaluate.intervals import Interval, seed_interval
 from eric.evaluate.report import markdown_table, number, text_table
 
 BENCH_OUTPUTS = Path(__file__).resolve().parent / "outputs"
@@ -151,7 +152,7 @@ def compile_cost() -> str:
     for name in ("bench_compile", "bench_compile_base"):  # tiny, then the size the device compiles
         compiled = _json(BENCH_OUTPUTS / f"{name}.json")
         if compiled:
-            rows += _compile_rows(compiled)
+            rows += _compile_rows(compiled, name)
     flops = _json(BENCH_OUTPUTS / "bench_flops.json")
     if flops:
         r = flops["result"]
@@ -170,11 +171,12 @@ def compile_cost() -> str:
     return markdown_table(["figure", "ERIC", "BART", "ERIC/BART", "goal", "run"], rows) + "\n"
 
 
-def _compile_rows(compiled: dict) -> list[list[str]]:
+def _compile_rows(compiled: dict, name: str) -> list[list[str]]:
     r, about = compiled["result"], _about(compiled)
     size = r.get("size")
     return [[f"cold compile of a training micro-step, s ({size}, CPU, inductor)", number(r.get("eric_cold_compile_s")),
              number(r.get("bart_cold_compile_s")), number(r.get("cold_compile_ratio")), "<= 2", about],
+            *_round_rows(name, size),
             [f"of that, waiting on the C++ compiler, s ({size})", number(r.get("eric_cxx_wait_s")),
              number(r.get("bart_cxx_wait_s")), _ratio(r, "cxx_wait_s"), NONE, about],
             [f"operations traced into the forward graph ({size})", number(r.get("eric_ops_captured")),
@@ -187,6 +189,34 @@ def _compile_rows(compiled: dict) -> list[list[str]]:
              about],
             [f"graphs compiled over {r.get('shapes')} micro-batch shapes ({size})",
              number(r.get("eric_graphs")), number(r.get("bart_graphs")), NONE, "<= 2 each", about]]
+
+
+def read_rounds(history: Path) -> list[dict]:
+    """bench_compile.py's kept rounds (<record>_rounds.jsonl), oldest first."""
+    return [json.loads(line) for line in history.read_text().splitlines() if line.strip()] if history.is_file() else []
+
+
+def pooled_rounds(rows: list[dict], code: str) -> dict:
+    """ERIC / BART of each round at model code `code`: mean, 95% t-interval, rounds and runs."""
+    same = [r for r in rows if r["code"] == code]
+    found = seed_interval([r["eric_cold_compile_s"] / r["bart_cold_compile_s"] for r in same])
+    return {"model_code": code, "rounds_pooled": len(same), "runs_pooled": len({r["run"] for r in same}),
+            "round_ratio": found.value, "round_ratio_low": found.low, "round_ratio_high": found.high}
+
+
+def _round_rows(name: str, size: str) -> list[list[str]]:
+    """ERIC / BART per paired round over the kept runs at the latest run's model code, with its
+    95% t-interval: the goal holds where the interval's top is under 2."""
+    rows = read_rounds(BENCH_OUTPUTS / f"{name}_rounds.jsonl")
+    if not rows:
+        return []
+    r = pooled_rounds(rows, rows[-1]["code"])
+    found = Interval(r["round_ratio"], r["round_ratio_low"], r["round_ratio_high"])
+    commits = dict.fromkeys(str(row["commit"])[:7] for row in rows if row["code"] == r["model_code"])
+    runs = f"{r['runs_pooled']} run{'s' if r['runs_pooled'] > 1 else ''}"
+    return [[f"ERIC / BART per round (one compile each, back to back): {r['rounds_pooled']} rounds of {runs} "
+             f"at model code {r['model_code']} ({size})", NONE, NONE, found.format(2), "interval < 2",
+             "runs at " + ", ".join(commits)]]
 
 
 def _ratio(result: dict, key: str) -> str:

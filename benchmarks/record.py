@@ -16,7 +16,8 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 OUTPUTS = PROJECT_ROOT / "benchmarks" / "outputs"
 
 
-def _commit() -> str:
+def commit() -> str:
+    """HEAD, with +dirty when tracked files differ from it."""
     done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=PROJECT_ROOT, capture_output=True, text=True, check=False)
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=PROJECT_ROOT,
                            capture_output=True, text=True, check=False).stdout.strip()
@@ -37,7 +38,7 @@ def _threads(value: str) -> int | None:
 def record(name: str, result: dict, out_dir: Path = OUTPUTS) -> Path:
     """Write one benchmark's figures (a flat dict of numbers and short strings)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    entry = {"benchmark": name, "command": " ".join(["python", *sys.argv]), "commit": _commit(), "host": host(),
+    entry = {"benchmark": name, "command": " ".join(["python", *sys.argv]), "commit": commit(), "host": host(),
              "finished": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "result": result}
     path = out_dir / f"{name}.json"
     path.write_text(json.dumps(entry, indent=2) + "\n")

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import statistics
 import sys
+
+import scipy.stats
 
 from eric.config import PROJECT_ROOT
 from tests.benchmarks.test_gpu_train import split  # noqa: F401  (the module fixture: a split and its tokenizer)
@@ -49,6 +52,41 @@ def test_rounds_alternate_and_the_medians_are_recorded(tmp_path, monkeypatch):
     base = bench_compile.main(["--size", "base", "--rounds", "1", "--out-dir", str(tmp_path)])
     assert json.loads((tmp_path / "bench_compile_base.json").read_text())["result"] == base  # a record per size
     assert json.loads((tmp_path / "bench_compile.json").read_text())["result"] == result  # tiny's kept
+    assert base["rounds_pooled"] == 1 and base["round_ratio_low"] is None  # base's rounds are its own
+
+
+def test_the_goal_is_read_per_round_over_the_runs_at_the_same_model_code(tmp_path, monkeypatch):
+    """Each round pairs one ERIC and one BART compile; runs append their rounds and the ratio is
+    pooled over those at the same model code, with a t-interval (the goal: its top under 2)."""
+    seconds = iter([10.0, 30.0, 20.0, 12.0, 11.0, 25.0] * 2)  # in call order: bart, eric, eric, bart, bart, eric
+
+    def cold_run(name, args, what="--one"):
+        if what == "--nodes":
+            return {"lowered_ops": 1}
+        return {"cold_compile_s": next(seconds), "graphs": 1, "ops_captured": 1, "later_step_s": 1.0}
+
+    monkeypatch.setattr(bench_compile, "cold_run", cold_run)
+    monkeypatch.setattr(bench_compile, "model_code", lambda: "trees-a")
+    history = tmp_path / "bench_compile_rounds.jsonl"
+    history.write_text(json.dumps({"run": 1, "round": 1, "code": "other-code", "commit": "old", "finished": "then",
+                                   "eric_cold_compile_s": 99.0, "bart_cold_compile_s": 1.0}) + "\n")
+    first = bench_compile.main(["--rounds", "3", "--out-dir", str(tmp_path)])
+    ratios = [30 / 10, 20 / 12, 25 / 11]  # round by round
+    assert first["rounds_pooled"] == 3 and first["runs_pooled"] == 1  # the other code's round left out
+    assert abs(first["round_ratio"] - statistics.mean(ratios)) < 1e-9
+    half = scipy.stats.t.ppf(0.975, 2) * statistics.stdev(ratios) / 3**0.5
+    assert abs(first["round_ratio_high"] - (statistics.mean(ratios) + half)) < 1e-6
+    second = bench_compile.main(["--rounds", "3", "--out-dir", str(tmp_path)])
+    assert second["rounds_pooled"] == 6 and second["runs_pooled"] == 2 and abs(second["round_ratio"] - first["round_ratio"]) < 1e-9
+    assert second["round_ratio_high"] - second["round_ratio_low"] < first["round_ratio_high"] - first["round_ratio_low"]
+    rows = [json.loads(line) for line in history.read_text().splitlines()]
+    assert [r["run"] for r in rows] == [1, 2, 2, 2, 3, 3, 3] and rows[1]["code"] == "trees-a"
+
+
+def test_the_model_code_is_git_s_trees_of_what_is_compiled():
+    code = bench_compile.model_code()
+    trees = code.removesuffix("+dirty").split("-")
+    assert len(trees) == 2 and all(len(t) == 10 and int(t, 16) >= 0 for t in trees)
 
 
 def test_lowered_operations_count_the_forward_and_backward_graphs_inductor_gets():

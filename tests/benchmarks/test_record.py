@@ -48,3 +48,17 @@ def test_the_host_thread_count_is_read_only_from_a_number(monkeypatch):
         assert record.host()["torch_threads"] == threads
     monkeypatch.delenv("OMP_NUM_THREADS")
     assert record.host()["torch_threads"] is None
+
+
+def test_the_compile_goal_row_pools_the_rounds_at_the_latest_runs_model_code(tmp_path, monkeypatch):
+    """docs/gpu.md's round row: ERIC / BART per round over the kept runs at the model code of the
+    latest, with a t-interval; rounds of other code are left out."""
+    folder = tmp_path / "outputs"
+    record.record("bench_compile_base", {"size": "base", "eric_cold_compile_s": 3.0, "bart_cold_compile_s": 2.0}, folder)
+    rounds = [(1, "old", 9.0), (2, "new", 1.8), (2, "new", 1.9), (3, "new", 1.7)]
+    (folder / "bench_compile_base_rounds.jsonl").write_text("".join(
+        json.dumps({"run": run, "round": 1, "commit": f"c{run}" * 4, "code": code, "eric_cold_compile_s": ratio * 100,
+                    "bart_cold_compile_s": 100.0}) + "\n" for run, code, ratio in rounds))
+    monkeypatch.setattr(blocks, "BENCH_OUTPUTS", folder)
+    block = blocks.compile_cost()
+    assert "3 rounds of 2 runs at model code new (base) | – | – | 1.80 [1.55, 2.05] | interval < 2 | runs at c2c2c2c, c3c3c3c |" in block
