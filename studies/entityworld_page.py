@@ -157,6 +157,33 @@ def grounded_pairs(grid: str = "world", form: str = "stage_one", spec: StudySpec
     return pairs_table({arm: by_seed(seeds, "grounded_state_violation_rate", form) for arm, seeds in found.items()})
 
 
+def writer_table(grid: str = "fluency", spec: StudySpec | None = None) -> str:
+    """The two-stage check of each two-stage run: how its final texts read once the mention
+    writer named the placeholders. Per unit, the final parse rate and the units whose names all
+    map back to the cast (`mapped`); per mention the writer generated, those that are a cast
+    member's name and those that name the placeholder's own character (eric/evaluate/
+    world_checks.py `mention_counts`; blank: a run from before it). The issue's line: at least
+    90% of mentions are cast names."""
+    spec, rows = spec or study(), []
+    for arm, seeds in runs(grid, spec).items():
+        for seed, world in seeds.items():
+            if not rate(world, "named", "final"):
+                continue  # one-stage: no placeholder for a writer to name
+            name = f"{grid}-{arm}-seed{seed}"
+            code = ((spec.run(name) or {}).get("commit") or "–")[:7]
+            steps = spec.metrics(name).get("metrics/train/mentions.json", {}).get("steps")
+            cast = rate(world, "cast_mention_rate", "final")
+            rows.append([NAMES.get(arm, arm), str(seed), code, str(steps or "–"),
+                         fmt(rate(world, "parse_rate", "final"), pct=True), fmt(rate(world, "mapped_rate", "final"), pct=True),
+                         fmt(cast, pct=True), fmt(rate(world, "own_mention_rate", "final"), pct=True),
+                         "–" if cast is None else "yes" if cast >= 0.90 else "no"])
+    if not rows:
+        return NONE_YET
+    return markdown_table(["arm", "seed", "code", "writer steps", "final parse %", "units mapped to the cast %",
+                           "mentions that are cast names %", "mentions naming their own character %",
+                           "meets >= 90%"], rows)
+
+
 def scene_blind(seed: int = 42, stories: int = 200) -> str:
     """The line a writer that ignores its scene reaches: the world's own stories (the world
     profile's seed, the generator's cast and length) each checked against the next story's
@@ -176,6 +203,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "entityworld-scene-blind": scene_blind,
     "entityworld-fluency": fluency_table,
     "entityworld-fluency-curve": fluency_curve,
+    "entityworld-writer": writer_table,
     "entityworld-seeds": seeds_table,
     "entityworld-pairs": grounded_pairs,
     "entityworld-pairs-final": lambda: grounded_pairs(form="final"),

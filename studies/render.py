@@ -284,7 +284,8 @@ def render_text(text: str, where: str = "", rendered: dict[str, str] | None = No
         if name not in BLOCKS:
             raise KeyError(f"{where}: unknown generated block {name!r} (known: {', '.join(BLOCKS)})")
         if name not in rendered:
-            rendered[name] = BLOCKS[name]()
+            body = BLOCKS[name]()
+            rendered[name] = body if not body or body.endswith("\n") else body + "\n"  # the END marker on a line of its own
         return match.group(1) + rendered[name] + match.group(4)
 
     return BLOCK.sub(fill, text)

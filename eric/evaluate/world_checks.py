@@ -6,7 +6,8 @@ texts: `units`, `parsed` (a phrasing reads the unit exactly), `violations`,
 scene alone answers them), `grounded` (parsed units whose state rules were all applied, see
 `is_grounded`), `grounded_state_violations` (state violations of those units), `clean` (a
 parsed unit and no violation) and `valid` (every unit parsed, none broken); for final
-texts also `named`, `mapped`, `faithful` (`name_counts`).
+texts also `named`, `mapped`, `faithful` (`name_counts`) and, mention by mention of what the
+writer generated, `mentions`, `cast_mentions`, `own_mentions` (`mention_counts`).
 
 The rates pool the stories: violations per parsed unit (all, state, grounding), the grounded
 share of parsed units and state violations per grounded unit, clean and valid stories.
@@ -23,7 +24,8 @@ from eric.world.world import STATE_RULES, UNKNOWN_CHARACTER, UNKNOWN_ITEM, UNKNO
 
 CHECK_FIELDS = ("units", "parsed", "violations", "state_violations", "grounding", "grounded",
                 "grounded_state_violations", "clean", "valid")
-NAME_FIELDS = ("named", "mapped", "faithful")
+MENTION_FIELDS = ("mentions", "cast_mentions", "own_mentions")
+NAME_FIELDS = ("named", "mapped", "faithful", *MENTION_FIELDS)
 # eric/world/world.py `violations`: a character outside the cast returns before any state
 # rule; an unknown place skips already_there / wrong_place, an unknown item item_not_held /
 # item_not_here. A unit that breaks one of these was not fully checked for state rules.
@@ -75,6 +77,9 @@ def rates(counts: dict[str, list[int]]) -> dict:
     if "named" in total:
         out.update({"named": total["named"], "mapped_rate": _per(total["mapped"], total["named"]),
                     "faithful_rate": _per(total["faithful"], total["named"])})
+    if "mentions" in total:
+        out.update({"mentions": total["mentions"], "cast_mention_rate": _per(total["cast_mentions"], total["mentions"]),
+                    "own_mention_rate": _per(total["own_mentions"], total["mentions"])})
     return out if stories else {}
 
 
@@ -94,7 +99,7 @@ def name_counts(scene: str, stage_one: str, final: str, max_units: int | None = 
     from eric.world.phrasings import PLACEHOLDER, names_to_placeholders, parse_scene
 
     cast = [c.name for c in parse_scene(scene).characters]
-    counts = dict.fromkeys(NAME_FIELDS, 0)
+    counts = dict.fromkeys(("named", "mapped", "faithful"), 0)
     for before, after in zip(text_units(stage_one or "", max_units), text_units(final or "", max_units)):
         wanted = PLACEHOLDER.findall(before)
         if not wanted:
@@ -103,4 +108,22 @@ def name_counts(scene: str, stage_one: str, final: str, max_units: int | None = 
         counts["named"] += 1
         counts["mapped"] += len(PLACEHOLDER.findall(back)) == len(wanted) and not _name_word().search(back)
         counts["faithful"] += back == before
+    return counts
+
+
+def mention_counts(scene: str, mentions_text: str | None) -> dict[str, int]:
+    """The writer's output mention by mention (`<e3> Rhea Dorsey <e0> Valentin`): how many it
+    wrote, how many are a cast member's name (full, or a first name no other member shares) and
+    how many name the placeholder's own character (<ek> is the scene's k-th). A blend of two
+    members' names ("Rhea Wexley") is neither. A one-stage model writes none."""
+    from eric.generate.merge import parse_mentions
+    from eric.world.phrasings import PLACEHOLDER, names_to_placeholders, parse_scene
+
+    cast = [c.name for c in parse_scene(scene).characters]
+    counts = dict.fromkeys(MENTION_FIELDS, 0)
+    for placeholder, text in parse_mentions(mentions_text or ""):
+        back = names_to_placeholders(text, cast).strip()
+        counts["mentions"] += 1
+        counts["cast_mentions"] += PLACEHOLDER.fullmatch(back) is not None
+        counts["own_mentions"] += back == placeholder
     return counts

@@ -38,6 +38,7 @@ from eric.evaluate.world_checks import (
     CHECK_FIELDS,
     NAME_FIELDS,
     columns,
+    mention_counts,
     name_counts,
     rates,
     story_checks,
@@ -67,8 +68,8 @@ def sample_checks(samples: list[dict], max_units: int | None = None, mix: dict[s
         checks = story_checks(scenes, found, names, max_units)
         counts = [story_counts(c) for c in checks]
         if key == "final":  # do the names of the final texts map back to the cast?
-            counts = [{**c, **name_counts(r["input"], r["stage_one"], r["final_text"], max_units)}
-                      for c, r in zip(counts, samples)]
+            counts = [{**c, **name_counts(r["input"], r["stage_one"], r["final_text"], max_units),
+                       **mention_counts(r["input"], r.get("mentions_text"))} for c, r in zip(counts, samples)]
         per_story, by_kind = columns(counts, (*CHECK_FIELDS, *NAME_FIELDS)), kind_columns(checks)
         out[key] = {**summarize(checks), **rates(per_story), **(standardized(by_kind, mix) if mix else {})}
         if key != "reference":  # the references break nothing: their summary is the Truth row

@@ -16,7 +16,17 @@ from eric.data.examples import stage_one_target
 from eric.evaluate.compact_json import dumps
 from eric.evaluate.critics import Candidate, batch_pairs, candidate_mask, critic_loss
 from eric.evaluate.state_probe import UnitState, linear_probe, majority_probe
-from eric.evaluate.world_checks import columns, is_grounded, name_counts, rates, story_checks, story_counts
+from eric.evaluate.world_checks import (
+    CHECK_FIELDS,
+    NAME_FIELDS,
+    columns,
+    is_grounded,
+    mention_counts,
+    name_counts,
+    rates,
+    story_checks,
+    story_counts,
+)
 from eric.evaluate.world_curve import snapshots, world_curve
 from eric.evaluate.lm_loss import val_batches
 from eric.evaluate.world_lines import LabelPrior, contrastive_ratios, critic_lines, oracle_event_probe, scene_blind_rates
@@ -97,6 +107,19 @@ def test_name_counts_of_a_final_text():
     final = stage_one_target(["Anna met Tom.", "Aaron escaped.", "Tom met Anna Berg.", "The wind blew."])
     # mapped: as many cast names as placeholders and no other name; faithful: the same characters
     assert name_counts(SCENE, stage_one, final) == {"named": 3, "mapped": 2, "faithful": 1}
+
+
+def test_mention_counts_read_the_writers_output_mention_by_mention():
+    """The issue's line for the writer (at least 90% of mentions are cast names) is per mention;
+    a blend of two members' names is no cast name, another member's name is not the own one."""
+    written = "<e0> Anna Berg <e1> Tom <e0> Anna <e2> Mia Reed <e1> Mia Cole <e2> Aaron"
+    counts = mention_counts(SCENE, written)
+    assert counts == {"mentions": 6, "cast_mentions": 4, "own_mentions": 3}
+    assert mention_counts(SCENE, None) == {"mentions": 0, "cast_mentions": 0, "own_mentions": 0}  # one-stage
+    out = rates(columns([{**story_counts(check_story(SCENE, UNITS[:1])), "named": 1, "mapped": 1, "faithful": 1,
+                          **counts}], (*CHECK_FIELDS, *NAME_FIELDS)))
+    assert out["mentions"] == 6 and out["cast_mention_rate"] == pytest.approx(4 / 6)
+    assert out["own_mention_rate"] == pytest.approx(3 / 6)
 
 
 def test_unit_labels_read_the_state_before_from_the_previous_unit_or_the_scene():

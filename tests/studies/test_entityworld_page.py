@@ -85,3 +85,22 @@ def test_the_scene_blind_line_renders_beside_the_own_scene_row():
     table = page.scene_blind(seed=3, stories=20)
     blind, own = _line(table, "20 stories"), _line(table, "the same")
     assert own.endswith("| 0.000 | 100.0 | 0.000 |") and not blind.endswith("| 0.000 | 100.0 | 0.000 |")
+
+
+def test_the_writer_table_reads_the_two_stage_runs_final_texts_per_unit_and_per_mention(tmp_path):
+    arms = {"bart": {"variants": ["bart"]}, "bart_two_stage": {"variants": ["bart"]},
+            "bart_two_stage_novels": {"variants": ["bart"]}}
+    (tmp_path / "study.yaml").write_text(yaml.safe_dump({"title": "t", "grids": {"fluency": {"seeds": [1], "arms": arms}}}))
+    final = {"parse_rate": 0.41, "named": 1400, "mapped_rate": 0.446}
+    _keep(tmp_path, "fluency-bart-seed1", "bart", {"world": {"final": {"parse_rate": 0.9, "named": 0}}})
+    _keep(tmp_path, "fluency-bart_two_stage-seed1", "bart", {"world": {"final": final}})  # from before mention_counts
+    _keep(tmp_path, "fluency-bart_two_stage_novels-seed1", "bart",
+          {"world": {"final": {**final, "cast_mention_rate": 0.602, "own_mention_rate": 0.402}}})
+    (tmp_path / "outputs" / "fluency-bart_two_stage_novels-seed1" / "metrics" / "train").mkdir()
+    (tmp_path / "outputs" / "fluency-bart_two_stage_novels-seed1" / "metrics" / "train" / "mentions.json").write_text(
+        json.dumps({"steps": 500}))
+    table = page.writer_table(spec=load_study(tmp_path))
+    assert "| BART |" not in table  # one-stage: no writer
+    assert _line(table, "BART (two-stage)") == "| BART (two-stage) | 1 | – | – | 41.0 | 44.6 | – | – | – |"
+    assert _line(table, "BART (two-stage) from novels") == (
+        "| BART (two-stage) from novels | 1 | – | 500 | 41.0 | 44.6 | 60.2 | 40.2 | no |")
