@@ -36,7 +36,6 @@ eric/model and eric/train: what is compiled), over every run kept there, gives
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import os
 import statistics
@@ -51,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_model import bart_config, eric_config, synthetic_batch  # noqa: E402
 from blocks import pooled_rounds, read_rounds  # noqa: E402
 from gpu_check import BART_KEYS  # noqa: E402
-from record import OUTPUTS, PROJECT_ROOT, commit, record  # noqa: E402
+from record import OUTPUTS, git, record, stamp  # noqa: E402
 
 from eric.train.engine import compile_in_place, symbolic_shapes  # noqa: E402
 
@@ -153,8 +152,6 @@ def cold_run(name: str, args, what: str = "--one") -> dict:
 def model_code() -> str:
     """What is compiled, as git names it: the trees of eric/model and eric/train at HEAD, with
     +dirty when the workspace changed them (such rounds pool with no other run)."""
-    git = lambda *a: subprocess.run(["git", *a], cwd=PROJECT_ROOT, capture_output=True,  # noqa: E731
-                                    text=True, check=False).stdout.strip()
     trees = "-".join(git("rev-parse", f"HEAD:{p}")[:10] for p in ("eric/model", "eric/train"))
     return trees + ("+dirty" if git("status", "--porcelain", "--", "eric/model", "eric/train") else "")
 
@@ -207,14 +204,14 @@ def main(argv: list[str] | None = None) -> dict:
     result["lowered_ops_ratio"] = result["eric_lowered_ops"] / result["bart_lowered_ops"]
     name = "bench_compile" if args.size == "tiny" else f"bench_compile_{args.size}"
     args.out_dir.mkdir(parents=True, exist_ok=True)
-    about = {"commit": commit(), "finished": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-             "load": round(os.getloadavg()[0], 2)}
+    stamped = stamp()  # the record's and its rounds'
+    about = {"commit": stamped["commit"], "finished": stamped["finished"], "load": stamped["host"]["load"]}
     result.update(keep_rounds(args.out_dir / f"{name}_rounds.jsonl", runs, model_code(), about))
     print(f"ERIC / BART cold compile: {result['cold_compile_ratio']:.2f} (goal <= 2); per round over "
           f"{result['rounds_pooled']} rounds at this model code: {result['round_ratio']:.2f} "
           f"[{result['round_ratio_low'] or float('nan'):.2f}, {result['round_ratio_high'] or float('nan'):.2f}]; "
           f"lowered operations: {result['lowered_ops_ratio']:.2f}")
-    record(name, result, args.out_dir)
+    record(name, result, args.out_dir, stamped)
     return result
 
 

@@ -16,12 +16,19 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 OUTPUTS = PROJECT_ROOT / "benchmarks" / "outputs"
 
 
+def git(*args: str) -> str:
+    """A git command's output in the project (empty when it fails)."""
+    return subprocess.run(["git", *args], cwd=PROJECT_ROOT, capture_output=True, text=True, check=False).stdout.strip()
+
+
 def commit() -> str:
     """HEAD, with +dirty when tracked files differ from it."""
-    done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=PROJECT_ROOT, capture_output=True, text=True, check=False)
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=PROJECT_ROOT,
-                           capture_output=True, text=True, check=False).stdout.strip()
-    return (done.stdout.strip() or "unknown") + ("+dirty" if dirty else "")
+    return (git("rev-parse", "HEAD") or "unknown") + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
+def stamp() -> dict:
+    """Where and when figures were taken: the commit, the host and the time (UTC)."""
+    return {"commit": commit(), "host": host(), "finished": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
 
 
 def host() -> dict:
@@ -35,11 +42,11 @@ def _threads(value: str) -> int | None:
     return int(value) if value.strip().isdigit() and int(value) > 0 else None
 
 
-def record(name: str, result: dict, out_dir: Path = OUTPUTS) -> Path:
-    """Write one benchmark's figures (a flat dict of numbers and short strings)."""
+def record(name: str, result: dict, out_dir: Path = OUTPUTS, stamped: dict | None = None) -> Path:
+    """Write one benchmark's figures (a flat dict of numbers and short strings); `stamped`: a
+    `stamp()` the benchmark took already (its figures carry it too)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    entry = {"benchmark": name, "command": " ".join(["python", *sys.argv]), "commit": commit(), "host": host(),
-             "finished": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "result": result}
+    entry = {"benchmark": name, "command": " ".join(["python", *sys.argv]), **(stamped or stamp()), "result": result}
     path = out_dir / f"{name}.json"
     path.write_text(json.dumps(entry, indent=2) + "\n")
     print(f"recorded {path.relative_to(PROJECT_ROOT) if path.is_relative_to(PROJECT_ROOT) else path}")

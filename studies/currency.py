@@ -3,8 +3,9 @@
 A kept run's dvc.lock records the md5 of every file each stage read and the value of every
 setting it read. Its primary inputs (files no stage of the run wrote: code, the corpus) are
 compared with the workspace (a folder through DVC's own hash of it, `.dvcignore` applied),
-its settings with params.yaml under the configuration's overrides. What a stage of the run wrote (data, models, samples) is not compared: it follows
-from the inputs, and a model's bytes differ between CPUs anyway (docs/model.md)."""
+its settings with params.yaml under the configuration's overrides. What a stage of the run
+wrote (data, models, samples) is not compared: it follows from the inputs, and a model's bytes
+differ between CPUs anyway (docs/model.md)."""
 
 from __future__ import annotations
 

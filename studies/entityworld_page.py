@@ -84,6 +84,11 @@ def fluency_table(grid: str = "world", spec: StudySpec | None = None) -> str:
                            "fluent (>= 95%, <= 0.10, >= 80%)"], rows)
 
 
+def _code(spec: StudySpec, name: str) -> str:
+    """The commit a kept configuration was made at (its run.json), short; a dash without one."""
+    return ((spec.run(name) or {}).get("commit") or "–")[:7]
+
+
 def fluency_curve(grid: str = "fluency", spec: StudySpec | None = None) -> str:
     """Per arm and snapshot of the fluency grid: what the checker says of the texts that snapshot
     writes (eric/evaluate/world_curve.py), the validation LM loss, the input gap (its rise with
@@ -93,7 +98,7 @@ def fluency_curve(grid: str = "fluency", spec: StudySpec | None = None) -> str:
     spec, rows = spec or study(), []
     for arm, seeds in runs(grid, spec).items():
         for seed, world in seeds.items():
-            code = ((spec.run(f"{grid}-{arm}-seed{seed}") or {}).get("commit") or "–")[:7]
+            code = _code(spec, f"{grid}-{arm}-seed{seed}")
             curve = world.get("curve") or {}  # columns, one value per snapshot
             for i, step in enumerate(curve.get("step", [])):
                 at = {k: values[i] for k, values in curve.items()}
@@ -170,7 +175,7 @@ def writer_table(grid: str = "fluency", spec: StudySpec | None = None) -> str:
             if not rate(world, "named", "final"):
                 continue  # one-stage: no placeholder for a writer to name
             name = f"{grid}-{arm}-seed{seed}"
-            code = ((spec.run(name) or {}).get("commit") or "–")[:7]
+            code = _code(spec, name)
             steps = spec.metrics(name).get("metrics/train/mentions.json", {}).get("steps")
             cast = rate(world, "cast_mention_rate", "final")
             rows.append([NAMES.get(arm, arm), str(seed), code, str(steps or "–"),

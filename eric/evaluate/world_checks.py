@@ -92,13 +92,21 @@ def _name_word():
     return re.compile(r"\b(" + "|".join(sorted({*FIRST_NAMES, *SURNAMES})) + r")\b")
 
 
+@lru_cache(maxsize=256)
+def _cast(scene: str) -> tuple[str, ...]:
+    """The scene's cast names, in order (<ek> is the k-th): read once per story, not per count."""
+    from eric.world.phrasings import parse_scene
+
+    return tuple(c.name for c in parse_scene(scene).characters)
+
+
 def name_counts(scene: str, stage_one: str, final: str, max_units: int | None = None) -> dict[str, int]:
     """Units of the stage-one text with a placeholder (`named`); of them, those whose final
     unit's names all map back to the scene's cast (as many placeholders, no other name left:
     `mapped`) and to the very characters of the stage-one unit (`faithful`)."""
-    from eric.world.phrasings import PLACEHOLDER, names_to_placeholders, parse_scene
+    from eric.world.phrasings import PLACEHOLDER, names_to_placeholders
 
-    cast = [c.name for c in parse_scene(scene).characters]
+    cast = _cast(scene)
     counts = dict.fromkeys(("named", "mapped", "faithful"), 0)
     for before, after in zip(text_units(stage_one or "", max_units), text_units(final or "", max_units)):
         wanted = PLACEHOLDER.findall(before)
@@ -117,9 +125,9 @@ def mention_counts(scene: str, mentions_text: str | None) -> dict[str, int]:
     how many name the placeholder's own character (<ek> is the scene's k-th). A blend of two
     members' names ("Rhea Wexley") is neither. A one-stage model writes none."""
     from eric.generate.merge import parse_mentions
-    from eric.world.phrasings import PLACEHOLDER, names_to_placeholders, parse_scene
+    from eric.world.phrasings import PLACEHOLDER, names_to_placeholders
 
-    cast = [c.name for c in parse_scene(scene).characters]
+    cast = _cast(scene)
     counts = dict.fromkeys(MENTION_FIELDS, 0)
     for placeholder, text in parse_mentions(mentions_text or ""):
         back = names_to_placeholders(text, cast).strip()
