@@ -407,8 +407,8 @@ class LoopSettings(Section):
     max_steps: int | None = Field(None, ge=1)  # set: the step budget, across epochs
     checkpoint_every: int = Field(100, ge=1)  # steps; also at each epoch end
     keep_checkpoints: int = Field(2, ge=1)
-    snapshot_every: int | None = Field(None, ge=1)  # steps: the model kept (HF format) for learning curves,
-    # at <checkpoint_dir>/snapshots/<stage>/<variant>/step-<N>; a later run replaces them
+    snapshot_every: int | None = Field(None, ge=1)  # steps: stage one's model kept (HF format) for learning
+    # curves, at <snapshots_dir>/<variant>/step-<N> once the run ends (beside its checkpoints until then)
     log_every: int = Field(10, ge=1)
     eval_every: int | None = Field(None, ge=1)  # validation also every N steps (besides epochs)
     eval_at_start: bool = True  # validate before the first step too (the curves' step 0)
@@ -426,6 +426,7 @@ class TrainParams(LoopSettings):
     max_train_examples: int | None = Field(None, ge=1)  # a head of the split (smoke runs)
     max_val_examples: int | None = Field(None, ge=1)
     checkpoint_dir: str = "models/checkpoints"  # resumable DeepSpeed state (outside DVC outs)
+    snapshots_dir: str = "models/snapshots"  # <dir>/<variant>: stage one's snapshots (a DVC output)
     out_dir: str = "models/stage_one"  # <out_dir>/<variant>: HF model + tokenizer
     targets_dir: str = "data/targets"  # baselines' cached per-row targets, <dir>/<kind>/<variant> (HINT)
     metrics_dir: str = "metrics/train"  # <variant>.json, mentions.json

@@ -379,11 +379,14 @@ STAGE_ROLES = ("train_stage_one", "train_mentions", "evaluate", "report")  # the
 def result_files(params: Mapping[str, Any]) -> list[str]:
     """Every JSON a pipeline run writes for review, relative to the project: the headline
     metrics DVC declares and the full figures beside them (train, evaluate, tokenizer,
-    preprocess statistics)."""
+    preprocess statistics), of the run's `variants` only: a checkout also holds the files
+    git keeps of the embedded default's variants, which this run did not write."""
     flat = flatten(params)
     folders = [flat.get("evaluate.headline_dir"), flat.get("evaluate.metrics_dir"), flat.get("train.metrics_dir")]
+    per_variant = [f"{folder}/{variant}.json" for folder in folders if folder for variant in params.get("variants", [])]
+    mentions = [f"{flat['train.metrics_dir']}/mentions.json"] if flat.get("train.metrics_dir") else []
     files = [flat.get("tokenizer.metrics_path"), f"{flat.get('preprocess.out_dir') or 'data/processed'}/stats.json"]
-    return [str(x) for x in (*folders, *files) if x]
+    return [str(x) for x in (*per_variant, *mentions, *files) if x]
 
 
 def read_results(root: Path, params: Mapping[str, Any]) -> dict[str, dict]:
@@ -393,14 +396,12 @@ def read_results(root: Path, params: Mapping[str, Any]) -> dict[str, dict]:
 
     found: dict[str, dict] = {}
     for rel in result_files(params):
-        path = root / rel
-        for file in sorted(path.glob("*.json")) if path.is_dir() else [path] if path.is_file() else []:
-            try:
-                values = json.loads(file.read_text())
-            except (OSError, ValueError):
-                continue
-            if isinstance(values, dict):
-                found[file.relative_to(root).as_posix()] = values
+        try:
+            values = json.loads((root / rel).read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(values, dict):
+            found[rel] = values
     return found
 
 

@@ -1,6 +1,7 @@
 """DVC experiments in a table a terminal holds: one row per experiment and variant, the
-params that differ between the rows, then the variant's headline figures (the only DVC
-metrics: metrics/headline/<variant>.json, written by the report stage).
+params that differ between the rows, then the variant's headline figures
+(metrics/headline/<variant>.json, written by the report stage; the other DVC metrics, the
+full figures, are left out).
 
     python flows/experiments.py [--all-params] [--format text|markdown|csv]
 
@@ -61,7 +62,10 @@ def table(shown: list[dict], all_params: bool = False):
     for name, data in revisions(shown):
         flat = flatten(((data.get("params") or {}).get("params.yaml") or {}).get("data") or {})
         params[name] = {k: str(v) for k, v in flat.items()}
+        headline = flat.get("evaluate.headline_dir") or "metrics/headline"
         for path, values in sorted((data.get("metrics") or {}).items()):
+            if PurePosixPath(path).parent != PurePosixPath(headline):
+                continue
             figures = values.get("data") or {}
             rows.append({"experiment": name, "variant": PurePosixPath(path).stem,
                          **{k: figures.get(k) for k in HEADLINE_NAMES if k in figures}})  # fmt: skip

@@ -217,11 +217,10 @@ def world_curve(params: Params, variant: str) -> dict:
     from eric.train.runtime import device_kind
 
     t = params.train
-    found = snapshots(resolve_path(t.checkpoint_dir), variant)
+    found = snapshots(resolve_path(t.snapshots_dir), variant)
     if not found:  # asked for a curve: its absence is an error, not a silently missing table
-        raise EvaluationError(f"evaluate.world.curve_inputs is set but {resolve_path(t.checkpoint_dir)} holds no "
-                              f"snapshot of {variant}: train with train.snapshot_every (a training restored from "
-                              "DVC's run cache keeps none: dvc repro --force train_stage_one@" + variant + ")")
+        raise EvaluationError(f"evaluate.world.curve_inputs is set but {resolve_path(t.snapshots_dir) / variant} "
+                              f"holds no snapshot: train {variant} with train.snapshot_every")
     rows = _world_rows(params, "test", params.evaluate.world.curve_inputs)
     sources = [r["source"] for r in rows]
     options = SamplingOptions.from_params(params, progress=False)

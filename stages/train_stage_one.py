@@ -80,6 +80,7 @@ def prepare(params: Params, variant: str) -> TrainingJob:
         train_lengths=lengths(tokenizer, train, m.max_source_length, m.max_target_length),
         val_lengths=lengths(tokenizer, val, m.max_source_length, m.max_target_length),
         model_dir=resolve_path(t.out_dir) / variant,
+        snapshots_dir=resolve_path(t.snapshots_dir) / variant,
         metrics_path=resolve_path(t.metrics_dir) / f"{variant}.json",
         plots_path=resolve_path(t.plots_dir) / f"{variant}.csv",
         inputs=[data / "train.parquet", data / "val.parquet", tokenizer_dir],

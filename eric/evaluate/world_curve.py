@@ -1,8 +1,8 @@
 """The learning curve on EntityWorld: what the checker says of the stage-one texts each
 training snapshot writes.
 
-Training with `train.snapshot_every` keeps the model at
-<checkpoint_dir>/snapshots/train_stage_one/<variant>/step-N. Each snapshot writes the first
+Training with `train.snapshot_every` keeps the model at <train.snapshots_dir>/<variant>/step-N
+(an output of train_stage_one). Each snapshot writes the first
 `evaluate.world.curve_inputs` test stories (stage one, the sampling settings of `sample:`,
 seeded); the checker reads them (eric/evaluate/world_checks.py rates), and beside them go the
 validation LM loss, the input gap (how much worse it is with another story's scene: 0 = the
@@ -22,9 +22,9 @@ KEYS = ("parse_rate", "violation_rate", "state_violation_rate", "grounding_rate"
         "grounded_state_violation_rate", "clean_stories", "valid_stories")
 
 
-def snapshots(checkpoint_dir: Path, variant: str) -> list[tuple[int, Path]]:
+def snapshots(snapshots_dir: Path, variant: str) -> list[tuple[int, Path]]:
     """(step, folder) of every kept snapshot, by step."""
-    folder = checkpoint_dir / "snapshots" / "train_stage_one" / variant
+    folder = snapshots_dir / variant
     found = [(int(f.name.split("-")[1]), f) for f in folder.glob("step-*") if f.is_dir()]
     return sorted(found)
 

@@ -55,6 +55,7 @@ class TrainingJob:
     model_params: dict = field(default_factory=dict)  # the model section this run used
     train_lengths: Sequence[int] | None = None
     val_lengths: Sequence[int] | None = None
+    snapshots_dir: Path | None = None  # where the snapshots (settings.snapshot_every) go when the run ends
 
 
 def check_split(path: Path, column: str = "target") -> int:
@@ -119,6 +120,8 @@ def run_job(job: TrainingJob) -> dict:
 def _run_job(job: TrainingJob, rank) -> dict:
     key = fingerprint(job)
     checkpoint_dir = resolve_path(job.params.train.checkpoint_dir) / job.stage / job.variant
+    # written beside the checkpoints (a resumed run keeps its earlier ones; DVC empties its outputs
+    # before a stage reruns), moved to job.snapshots_dir, a DVC output, when the run ends
     snapshot_dir = resolve_path(job.params.train.checkpoint_dir) / "snapshots" / job.stage / job.variant
     resume = CheckpointManager(checkpoint_dir, rank, fingerprint=key).peek()
     tracker = open_run(job, rank.is_main, (resume or {}).get("extra", {}).get("mlflow_run_id"))
@@ -129,9 +132,10 @@ def _run_job(job: TrainingJob, rank) -> dict:
             job.model, job.settings, train_set=job.train_set, collate_fn=job.collate_fn,
             val_set=job.val_set, checkpoint_dir=checkpoint_dir, seed=job.params.seed,
             fingerprint=key, train_lengths=job.train_lengths, val_lengths=job.val_lengths,
-            tracker=tracker, snapshot_dir=snapshot_dir, tokenizer=job.tokenizer, hooks=codebook_hooks(job.model),
+            tracker=tracker, snapshot_dir=snapshot_dir if job.snapshots_dir else None, tokenizer=job.tokenizer,
+            hooks=codebook_hooks(job.model),
         )
-        if job.settings.snapshot_every and rank.is_main and resume is None:
+        if job.snapshots_dir and rank.is_main and resume is None:
             shutil.rmtree(snapshot_dir, ignore_errors=True)  # a fresh run's curve starts empty
         result = trainer.fit(extra_state={"mlflow_run_id": tracker.run_id})
         state_dict, phases = run_later_phases(job, trainer, key, tracker)  # e.g. DiscoDVT's prior
@@ -143,6 +147,7 @@ def _run_job(job: TrainingJob, rank) -> dict:
         result.history, result.val_history = merged_history(result, phases)  # curves: every phase
         if rank.is_main:
             write_outputs(job, result, metrics)
+            publish_snapshots(snapshot_dir, job.snapshots_dir)
             report(tracker, job, metrics)
             print(f"{job.variant}: {metrics['steps']} steps, val loss {metrics['initial_val_loss']} -> "
                   f"{metrics['final_val_loss']}, {metrics['tokens_per_s']:,.0f} tokens/s, "
@@ -203,6 +208,22 @@ def write_csv(path: Path, rows: list[dict]) -> None:
 
 def val_plot_path(plots_path: Path) -> Path:
     return plots_path.with_name(f"{plots_path.stem}_val{plots_path.suffix}")
+
+
+def publish_snapshots(written: Path, dest: Path | None) -> None:
+    """Move the run's snapshots to `dest` (replaced whole; an empty folder when there are none,
+    as DVC expects of a declared output)."""
+    if dest is None:
+        return
+    try:
+        shutil.rmtree(dest, ignore_errors=True)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if written.is_dir():
+            shutil.move(written, dest)
+        else:
+            dest.mkdir()
+    except OSError as exc:
+        raise TrainError(f"cannot move the snapshots to {dest}: {exc}") from None
 
 
 def write_outputs(job: TrainingJob, result: TrainResult, metrics: dict) -> None:

@@ -2,12 +2,13 @@
 newcomer: on a throw-away copy of the project with the smoke profile written into its
 params.yaml, `dvc repro` runs every stage; then MLflow's store holds the pipeline run, a
 run per variant and a registered model per variant, and a browser finds them in the
-MLflow UI's shared view `variants`; compare.py prints the variants; `dvc metrics show`,
-`dvc exp show` with README's options and flows/experiments.py fit 160 columns."""
+MLflow UI's shared view `variants`; compare.py prints the variants; `dvc metrics show metrics/headline`
+and flows/experiments.py fit 160 columns; a second repro takes every stage from the run cache."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -131,14 +132,42 @@ def _lines(args, root, env) -> list[str]:
 def test_terminal_views_fit_and_name_the_variants(repro):
     root, env, _ = repro
     dvc = [sys.executable, "-m", "dvc"]
-    shown = _lines([*dvc, "metrics", "show"], root, env)
+    shown = _lines([*dvc, "metrics", "show", "metrics/headline"], root, env)
     assert [line.split()[0] for line in shown[1:]] == ["metrics/headline/bart.json", "metrics/headline/eric.json"]
     assert shown[0].split()[1:4] == ["B-1", "B-1-eq", "B-2"] and max(map(len, shown)) <= WIDTH
-    exp_show = _lines([*dvc, "exp", "show", "--no-pager", "--only-changed", "--drop", ".*/.*"], root, env)
-    assert "Experiment" in exp_show[1] and max(map(len, exp_show)) <= WIDTH
     flows = os.path.join(root, "flows")
     table = _lines([sys.executable, os.path.join(flows, "experiments.py")], root, env)
     assert {line.split()[1] for line in table[2:] if line.strip()} == {"bart", "eric"} and max(map(len, table)) <= WIDTH
     compared = _lines([sys.executable, os.path.join(flows, "compare.py")], root,
                       {**env, "MLFLOW_TRACKING_URI": f"sqlite:///{root / 'mlflow.db'}"})  # fmt: skip
     assert [line.split()[0] for line in compared[2:4]] == ["bart", "eric"] and max(map(len, compared)) <= WIDTH
+
+
+def test_a_rerun_at_the_same_code_and_settings_takes_every_stage_from_the_run_cache(repro, tmp_path):
+    """DVC's run cache (what lets a study's configurations share a training): on a copy of the
+    repro'd project sharing its DVC cache, with the committed dvc.lock back and the models and
+    samples gone, `dvc repro` runs none of the stages before the report: each is restored,
+    snapshots and metrics with it."""
+    import shutil
+
+    root, env, _ = repro
+    copy = tmp_path / "again"
+    shutil.copytree(root, copy, ignore=lambda folder, names: ["cache"] if folder == str(root / ".dvc") else [])
+    dvc = [sys.executable, "-m", "dvc"]
+    subprocess.run([*dvc, "config", "--local", "cache.dir", str(root / ".dvc" / "cache")], cwd=copy, env=env,
+                   check=True, capture_output=True)  # fmt: skip
+    subprocess.run(["git", "checkout", "--", "dvc.lock"], cwd=copy, check=True)
+    for rel in ("models", "outputs"):
+        shutil.rmtree(copy / rel)
+    done = subprocess.run([*dvc, "repro"], cwd=copy, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    restored = set(re.findall(r"Stage '([^']+)' is cached - skipping run", done.stdout))
+    ran = set(re.findall(r"Running stage '([^']+)'", done.stdout))
+    variants = ["bart", "eric"]
+    expected = {"preprocess", "tokenizer", "train_mentions"} | {
+        f"{stage}@{v}" for stage in ("hint_targets", "train_stage_one", "sample", "evaluate") for v in variants}
+    assert restored == expected and ran <= {"report", "review"}, (restored, ran)
+    for v in variants:
+        assert (copy / "models" / "snapshots" / v).is_dir() and (copy / "models" / "stage_one" / v).is_dir()
+        for rel in (f"metrics/evaluate/{v}.json", f"metrics/train/{v}.json", f"plots/train/{v}_val.csv"):
+            assert (copy / rel).read_bytes() == (root / rel).read_bytes(), rel

@@ -269,7 +269,7 @@ def test_the_curve_columns_and_the_contrastive_ratios(tmp_path):
     (tmp_path / "new.csv").write_text("step,contrastive_loss,contrastive_chance,contrastive_entity_loss,"
                                       "contrastive_entity_chance\n4,3.0,4.0,1.2,1.5\n")
     assert contrastive_ratios(tmp_path, "new") == {"train": 0.75, "val": 0.5, "entity_train": 0.8, "entity_val": 0.9}
-    folder = tmp_path / "snapshots" / "train_stage_one" / "eric"
+    folder = tmp_path / "eric"  # <train.snapshots_dir>/<variant>
     for step in (10, 2, 100):
         (folder / f"step-{step:06d}").mkdir(parents=True)
     assert [s for s, _ in snapshots(tmp_path, "eric")] == [2, 10, 100] and snapshots(tmp_path, "bart") == []

@@ -83,14 +83,14 @@ WATCHING = {
     "train.eval_every": "extra validations: rows of the validation curve beside the DVC plots (and MLflow)",
     "train.checkpoint_every": "how often resumable state is saved",
     "train.keep_checkpoints": "how many resumable states are kept",
-    "train.checkpoint_dir": "where resumable state and snapshots go",
-    "train.snapshot_every": "snapshots kept for learning curves, outside the DVC outputs",
+    "train.checkpoint_dir": "where resumable state goes (and a run's snapshots until it ends)",
+    "train.snapshot_every": "snapshots kept for learning curves",
     "evaluate.feature_cache": "a cache of MAUVE features: the same features, read faster",
 }
-# ... except where a stage reads one as an input: EntityWorld's learning curve (evaluate.world.
-# curve_inputs) samples the training snapshots and reads the validation rows at their steps, so
-# training lists what makes them and evaluate where they are
-INPUTS = {"evaluate": {"train.checkpoint_dir"}, "train_stage_one": {"train.snapshot_every", "train.eval_every"}}
+# ... except where they make a declared output: train_stage_one's snapshots and both trainings'
+# validation curves (rows at train.eval_every), which EntityWorld's learning curve (evaluate.world.
+# curve_inputs) reads; DVC's run cache restores a stage's outputs by the settings it lists
+INPUTS = {"train_stage_one": {"train.snapshot_every", "train.eval_every"}, "train_mentions": {"train.eval_every"}}
 # settings read only on a branch too slow to drive (torch.compile: a minute and more here): gate ->
 # (setting, the file that reads it when the gate is set)
 UNDRIVEN = {"train.compile": ("train.compile_backend", "eric/train/loop.py")}
@@ -310,7 +310,8 @@ def _training(params_file: Path, **settings) -> dict:
     params = yaml.safe_load(params_file.read_text())
     root = params_file.parent / "watching" / "-".join(f"{k}{v}" for k, v in sorted(settings.items()))
     for key, value in {**settings, "max_steps": 3, "out_dir": root / "models", "metrics_dir": root / "metrics",
-                       "plots_dir": root / "plots", "checkpoint_dir": root / "checkpoints"}.items():
+                       "plots_dir": root / "plots", "checkpoint_dir": root / "checkpoints",
+                       "snapshots_dir": root / "snapshots"}.items():
         params["train"][key] = str(value) if isinstance(value, Path) else value
     (root / "params.yaml").parent.mkdir(parents=True, exist_ok=True)
     (root / "params.yaml").write_text(yaml.safe_dump(params))
@@ -322,6 +323,9 @@ def _training(params_file: Path, **settings) -> dict:
     with open(root / "plots" / "eric_val.csv") as handle:
         validations = len(list(csv.DictReader(handle)))
     return {"weights": (root / "models" / "eric" / "model.safetensors").read_bytes(),
+            "snapshots": sorted(p.name for p in (root / "snapshots" / "eric").iterdir()),
+            "left_beside_checkpoints": (root / "checkpoints" / "snapshots").exists() and
+            any((root / "checkpoints" / "snapshots").rglob("step-*")),
             "metrics": {k: v for k, v in metrics.items() if k not in TIMED | {"model_dir"}},
             "curve": curve, "validations": validations}
 
@@ -336,5 +340,24 @@ def test_watching_settings_leave_what_training_writes_alone(projects, recorded):
     assert {"train.eval_every", "train.checkpoint_every", "train.keep_checkpoints", "train.snapshot_every",
             "train.progress"} <= set(WATCHING)
     assert often["validations"] > seldom["validations"]  # the settings took effect where they act
+    # the snapshots are train_stage_one's output (so the run cache restores them): every step, and
+    # none without snapshot_every (an empty folder, as DVC wants a declared output); none left behind
+    assert often["snapshots"] == ["step-000001", "step-000002", "step-000003"] and seldom["snapshots"] == []
+    assert not often["left_beside_checkpoints"]
     assert often["weights"] == seldom["weights"]
     assert often["metrics"] == seldom["metrics"] and often["curve"] == seldom["curve"]
+
+
+def test_every_stage_but_the_report_is_kept_in_dvcs_run_cache():
+    """DVC saves (and so restores) a stage's run only when it has a command, dependencies and
+    outputs, none persistent, and every output it does not cache is a metric or a plot
+    (dvc/stage/cache.py `_can_hash`, dvc/stage/__init__.py `Stage.run`): a `cache: false` file
+    declared under `outs` would make the stage run again at every new execution."""
+    from dvc.repo import Repo
+
+    with Repo(str(PROJECT_ROOT)) as repo:
+        stages = list(repo.index.stages)
+    kept = {s.addressing for s in stages if s.cmd and s.deps and s.outs and not any(o.persist for o in s.outs)
+            and all(o.use_cache or o.is_metric or o.is_plot for o in s.outs)}
+    assert {_template(s.addressing) for s in stages if s.addressing not in kept} == {"report", "review"}
+    assert {"preprocess", "train_stage_one@eric", "train_mentions", "evaluate@eric"} <= kept

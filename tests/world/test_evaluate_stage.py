@@ -34,7 +34,7 @@ def world_project(tmp_path_factory):
     for variant in ("eric", "bart"):
         save(tiny_stage_one(tokenizer, variant), tokenizer, root / "models" / "stage_one" / variant)
     save(tiny_mentions(tokenizer), tokenizer, root / "models" / "mentions")
-    snapshots = root / "models" / "checkpoints" / "snapshots" / "train_stage_one" / "eric"
+    snapshots = root / "models" / "snapshots" / "eric"
     for step in (2, 4):  # what train.snapshot_every leaves
         save(tiny_stage_one(tokenizer, "eric", seed=step), tokenizer, snapshots / f"step-{step:06d}")
     plots = root / "plots" / "train"
@@ -48,7 +48,7 @@ def world_project(tmp_path_factory):
         "model": {"max_entities": 6, "num_states": 16, "state_dim": 8, "max_target_length": 128},
         "preprocess": {"out_dir": str(root / "data"), "max_entities": 6, "max_target_units": EVENTS},
         "train": {"out_dir": str(root / "models" / "stage_one"), "mlflow": False, "max_val_examples": 4,
-                  "micro_batch_size": 2, "checkpoint_dir": str(root / "models" / "checkpoints"),
+                  "micro_batch_size": 2, "snapshots_dir": str(root / "models" / "snapshots"),
                   "plots_dir": str(plots), "metrics_dir": str(root / "metrics" / "train")},
         "mentions": {"out_dir": str(root / "models" / "mentions")},
         "sample": {"max_length": 24, "mention_max_length": 16, "batch_size": 3,
@@ -150,5 +150,5 @@ def test_a_curve_asked_of_a_training_without_snapshots_is_a_one_line_error(world
 
     root, _ = world_project
     params = load_params(root / "params.yaml")  # curve_inputs 3, and bart kept no snapshot
-    with pytest.raises(EvaluationError, match="holds no snapshot of bart: train with train.snapshot_every"):
+    with pytest.raises(EvaluationError, match=r"snapshots/bart holds no snapshot: train bart with train.snapshot_every"):
         evaluate_stage.world_curve.fn(params, "bart")
