@@ -26,7 +26,8 @@ NAMES = {"eric": "ERIC", "eric_paper": "ERIC (paper recipe)", "eric_no_state_att
          "eric_no_state": "ERIC w/o s_n", "bart": "BART", "bart_two_stage": "BART (two-stage)", "simctg": "SimCTG",
          "eric_reference_states": "ERIC, reference states", "eric_random_states": "ERIC, random states",
          "bart_novels": "BART from novels", "bart_two_stage_novels": "BART (two-stage) from novels",
-         "bart_two_stage_novels_p05": "BART (two-stage) from novels, top-p 0.5"}
+         "bart_two_stage_novels_p05": "BART (two-stage) from novels, top-p 0.5",
+         "bart_two_stage_novels_w2000": "BART (two-stage) from novels, writer 2,000 steps"}
 # A - B of state violations per grounded unit: below zero, A breaks fewer state rules
 PAIRS = (("eric", "bart"), ("eric", "eric_no_state"), ("eric_no_state", "bart"), ("eric", "eric_paper"),
          ("eric", "eric_no_state_attention"), ("eric", "eric_reference_states"), ("eric", "eric_random_states"))
