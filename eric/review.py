@@ -381,12 +381,12 @@ def result_files(params: Mapping[str, Any]) -> list[str]:
     metrics DVC declares and the full figures beside them (train, evaluate, tokenizer,
     preprocess statistics), of the run's `variants` only: a checkout also holds the files
     git keeps of the embedded default's variants, which this run did not write."""
-    flat = flatten(params)
-    folders = [flat.get("evaluate.headline_dir"), flat.get("evaluate.metrics_dir"), flat.get("train.metrics_dir")]
-    per_variant = [f"{folder}/{variant}.json" for folder in folders if folder for variant in params.get("variants", [])]
-    mentions = [f"{flat['train.metrics_dir']}/mentions.json"] if flat.get("train.metrics_dir") else []
+    flat, variants = flatten(params), list(params.get("variants", []))
+    written = {flat.get("evaluate.headline_dir"): variants, flat.get("evaluate.metrics_dir"): variants,
+               flat.get("train.metrics_dir"): [*variants, "mentions"]}
     files = [flat.get("tokenizer.metrics_path"), f"{flat.get('preprocess.out_dir') or 'data/processed'}/stats.json"]
-    return [str(x) for x in (*per_variant, *mentions, *files) if x]
+    return [f"{folder}/{name}.json" for folder, names in written.items() if folder for name in names] + \
+        [str(x) for x in files if x]
 
 
 def read_results(root: Path, params: Mapping[str, Any]) -> dict[str, dict]:

@@ -120,9 +120,9 @@ def run_job(job: TrainingJob) -> dict:
 def _run_job(job: TrainingJob, rank) -> dict:
     key = fingerprint(job)
     checkpoint_dir = resolve_path(job.params.train.checkpoint_dir) / job.stage / job.variant
-    # written beside the checkpoints (a resumed run keeps its earlier ones; DVC empties its outputs
-    # before a stage reruns), moved to job.snapshots_dir, a DVC output, when the run ends
-    snapshot_dir = resolve_path(job.params.train.checkpoint_dir) / "snapshots" / job.stage / job.variant
+    # snapshots are written beside the checkpoints (a resumed run keeps its earlier ones; DVC empties
+    # its outputs before a stage reruns) and moved to job.snapshots_dir, a DVC output, when the run ends
+    in_progress = resolve_path(job.params.train.checkpoint_dir) / "snapshots" / job.stage / job.variant
     resume = CheckpointManager(checkpoint_dir, rank, fingerprint=key).peek()
     tracker = open_run(job, rank.is_main, (resume or {}).get("extra", {}).get("mlflow_run_id"))
     if has_phases(job.model):  # a model trained in phases starts in its main one
@@ -132,11 +132,11 @@ def _run_job(job: TrainingJob, rank) -> dict:
             job.model, job.settings, train_set=job.train_set, collate_fn=job.collate_fn,
             val_set=job.val_set, checkpoint_dir=checkpoint_dir, seed=job.params.seed,
             fingerprint=key, train_lengths=job.train_lengths, val_lengths=job.val_lengths,
-            tracker=tracker, snapshot_dir=snapshot_dir if job.snapshots_dir else None, tokenizer=job.tokenizer,
+            tracker=tracker, snapshot_dir=in_progress if job.snapshots_dir else None, tokenizer=job.tokenizer,
             hooks=codebook_hooks(job.model),
         )
         if job.snapshots_dir and rank.is_main and resume is None:
-            shutil.rmtree(snapshot_dir, ignore_errors=True)  # a fresh run's curve starts empty
+            shutil.rmtree(in_progress, ignore_errors=True)  # a fresh run's curve starts empty
         result = trainer.fit(extra_state={"mlflow_run_id": tracker.run_id})
         state_dict, phases = run_later_phases(job, trainer, key, tracker)  # e.g. DiscoDVT's prior
         if state_dict is None:
@@ -147,7 +147,7 @@ def _run_job(job: TrainingJob, rank) -> dict:
         result.history, result.val_history = merged_history(result, phases)  # curves: every phase
         if rank.is_main:
             write_outputs(job, result, metrics)
-            publish_snapshots(snapshot_dir, job.snapshots_dir)
+            publish_snapshots(in_progress, job.snapshots_dir)
             report(tracker, job, metrics)
             print(f"{job.variant}: {metrics['steps']} steps, val loss {metrics['initial_val_loss']} -> "
                   f"{metrics['final_val_loss']}, {metrics['tokens_per_s']:,.0f} tokens/s, "
