@@ -46,9 +46,15 @@ LAUNCHER_ENV = ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK"
 
 
 def clean_env() -> dict[str, str]:
-    """This process's environment without its services, its eric settings and launcher variables."""
-    return {k: v for k, v in os.environ.items()
-            if not k.startswith(("PREFECT_", "MLFLOW_", "ERIC_")) and k not in LAUNCHER_ENV}
+    """This process's environment without its services, its eric settings and launcher variables.
+    A copy's training uses this checkout's compiled DeepSpeed ops (eric/train/runtime.py): built
+    again in every copy, the CPU comm op cost each copy about 2 minutes."""
+    from eric.train.runtime import EXTENSIONS_DIR
+
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PREFECT_", "MLFLOW_", "ERIC_")) and k not in LAUNCHER_ENV}
+    env.setdefault("TORCH_EXTENSIONS_DIR", str(EXTENSIONS_DIR))
+    return env
 
 
 def free_port() -> int:
