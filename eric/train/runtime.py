@@ -16,8 +16,8 @@ import torch
 
 from eric.config import PROJECT_ROOT
 
-# JIT-compiled DeepSpeed ops (the CPU shared-memory comm op: ~40 s on idle cores, 2-3 min on
-# busy ones) are cached here and reused by every later run and test; infra/setup.sh builds it.
+# JIT-compiled DeepSpeed ops (the CPU shared-memory comm op, ~40 s) are cached here
+# and reused by every later run and test.
 EXTENSIONS_DIR = PROJECT_ROOT / ".torch_extensions"
 
 
@@ -51,19 +51,6 @@ def prepare_environment() -> Rank:
         os.environ["MASTER_PORT"] = str(free_port())
         os.environ[OWN_PORT] = os.environ["MASTER_PORT"]
     return current_rank()
-
-
-def build_cpu_ops() -> str:
-    """Compile the op a CPU training loads first (DeepSpeed's shared-memory comm) into
-    EXTENSIONS_DIR now, at set-up, rather than in the first training or test; a GPU needs none."""
-    if torch.cuda.is_available():
-        return "a GPU: no CPU op to build"
-    os.environ.setdefault("DS_ACCELERATOR", "cpu")
-    os.environ.setdefault("TORCH_EXTENSIONS_DIR", str(EXTENSIONS_DIR))
-    from deepspeed.accelerator import get_accelerator
-
-    get_accelerator().create_op_builder("ShareMemCommBuilder").load(verbose=False)
-    return f"DeepSpeed's CPU comm op built in {os.environ['TORCH_EXTENSIONS_DIR']}"
 
 
 def avoid_per_shape_attention_plans() -> None:

@@ -81,6 +81,27 @@ def test_the_fluency_curve_marks_the_first_snapshot_that_meets_every_line_and_th
     assert _line(page.fluency_table(spec=spec), "BART").startswith("| BART | 3 |")  # the world grid's own runs
 
 
+def test_the_grid_curve_averages_each_snapshot_over_the_seeds_that_reached_it(tmp_path):
+    (tmp_path / "study.yaml").write_text(yaml.safe_dump({"title": "t", "grids": {
+        "world": {"seeds": [1, 2], "arms": {"eric": {"variants": ["eric"]}}}}}))
+    curves = ({"step": [250, 500], "parse_rate": [0.9, 0.96], "grounding_rate": [0.3, 0.1], "grounded_share": [0.7, 0.8],
+               "grounded_state_violation_rate": [0.9, 0.7], "val_lm_loss": [1.0, 0.8], "val_cl_ratio": [0.95, 0.9]},
+              {"step": [250], "parse_rate": [0.8], "grounding_rate": [0.5], "grounded_share": [0.5],
+               "grounded_state_violation_rate": [1.1], "val_lm_loss": [1.2], "val_cl_ratio": [None]})
+    for seed, curve in zip((1, 2), curves):
+        _keep(tmp_path, f"world-eric-seed{seed}", "eric", {"world": {"curve": curve}})
+    table = page.grid_curve(spec=load_study(tmp_path))
+    rows = [line for line in table.splitlines() if line.startswith("| ERIC ")]
+    assert rows == ["| ERIC | 2 | 250 | 85.0 | 0.400 | 60.0 | 1.000 | 1.100 | 0.950 | no |",
+                    "| ERIC | 1 | 500 | 96.0 | 0.100 | 80.0 | 0.700 | 0.800 | 0.900 | yes |"]
+
+
+def test_the_grid_final_table_reads_the_two_stage_texts_of_every_seed(spec):
+    table = page.final_table(spec=spec)
+    assert _line(table, "BART").startswith("| BART | 3 | 97.0 [97.0, 97.0] | – | – | – | 0.600 [0.575, 0.625] |")
+    assert _line(table, "ERIC w/o s_n").startswith("| ERIC w/o s_n | 2 |")
+
+
 def test_the_scene_blind_line_renders_beside_the_own_scene_row():
     table = page.scene_blind(seed=3, stories=20)
     blind, own = _line(table, "20 stories"), _line(table, "the same")
