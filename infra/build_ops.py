@@ -12,14 +12,13 @@ import os
 
 import torch
 
-from eric.train.runtime import EXTENSIONS_DIR
+from eric.train.runtime import prepare_environment
 
 
 def build_cpu_ops() -> str:
     if torch.cuda.is_available():
         return "a GPU: no CPU op to build"
-    os.environ.setdefault("DS_ACCELERATOR", "cpu")
-    os.environ.setdefault("TORCH_EXTENSIONS_DIR", str(EXTENSIONS_DIR))
+    prepare_environment()  # the accelerator and extensions folder a training sets up
     from deepspeed.accelerator import get_accelerator
 
     get_accelerator().create_op_builder("ShareMemCommBuilder").load(verbose=False)

@@ -85,6 +85,11 @@ def fluency_table(grid: str = "world", spec: StudySpec | None = None) -> str:
                            "fluent (>= 95%, <= 0.10, >= 80%)"], rows)
 
 
+def snapshots(curve: dict) -> dict[int, dict]:
+    """step -> that snapshot's values, from a curve kept as columns (one value per snapshot)."""
+    return {step: {k: values[i] for k, values in curve.items()} for i, step in enumerate(curve.get("step", []))}
+
+
 def _code(spec: StudySpec, name: str) -> str:
     """The commit a kept configuration was made at (its run.json), short; a dash without one."""
     return ((spec.run(name) or {}).get("commit") or "–")[:7]
@@ -100,9 +105,7 @@ def fluency_curve(grid: str = "fluency", spec: StudySpec | None = None) -> str:
     for arm, seeds in runs(grid, spec).items():
         for seed, world in seeds.items():
             code = _code(spec, f"{grid}-{arm}-seed{seed}")
-            curve = world.get("curve") or {}  # columns, one value per snapshot
-            for i, step in enumerate(curve.get("step", [])):
-                at = {k: values[i] for k, values in curve.items()}
+            for step, at in snapshots(world.get("curve") or {}).items():
                 rows.append([NAMES.get(arm, arm), str(seed), code, str(step), fmt(at.get("parse_rate"), pct=True),
                              fmt(at.get("grounding_rate")), fmt(at.get("grounded_share"), pct=True),
                              fmt(at.get("val_lm_loss")), fmt(at.get("val_input_gap")), "yes" if _fluent(at) else "no"])
@@ -117,23 +120,16 @@ CURVE = (("parse_rate", True), ("grounding_rate", False), ("grounded_share", Tru
          ("grounded_state_violation_rate", False), ("val_lm_loss", False), ("val_cl_ratio", False))
 
 
-def _mean(values: list) -> float | None:
-    found = [v for v in values if v is not None]
-    return sum(found) / len(found) if found else None
-
-
 def grid_curve(grid: str = "world", spec: StudySpec | None = None) -> str:
     """Per arm and snapshot of the arms x seeds grid: means over its kept seeds of what the checker
     says of that snapshot's texts (eric/evaluate/world_curve.py) and of the validation LM loss and
     L_CL / chance (ERIC's states; blank without them), and whether the means meet FLUENT."""
     rows = []
     for arm, seeds in runs(grid, spec).items():
-        curves = [world.get("curve") or {} for world in seeds.values()]
-        steps = sorted({step for curve in curves for step in curve.get("step", [])})
-        for step in steps:
-            at = [{k: values[curve["step"].index(step)] for k, values in curve.items()}
-                  for curve in curves if step in curve.get("step", [])]
-            means = {field: _mean([snapshot.get(field) for snapshot in at]) for field, _ in CURVE}
+        curves = [snapshots(world.get("curve") or {}) for world in seeds.values()]
+        for step in sorted({step for curve in curves for step in curve}):
+            at = [curve[step] for curve in curves if step in curve]
+            means = {field: seed_interval([snapshot.get(field) for snapshot in at]).value for field, _ in CURVE}
             rows.append([NAMES.get(arm, arm), str(len(at)), str(step),
                          *(fmt(means[field], pct=pct) for field, pct in CURVE), "yes" if _fluent(means) else "no"])
     if not rows:
