@@ -2,10 +2,11 @@
 user's workspace is never touched.
 
 Every execution is a DVC experiment (`dvc exp run [-S key=value ...]`) run in a
-checkout of its own: a git worktree of HEAD under .dvc/tmp/eric-runs/<id> (plus
+checkout of its own: a git worktree of HEAD under .dvc/tmp/eric-runs/<key>-<id> (plus
 the workspace's uncommitted changes, as `dvc exp run` would take them), sharing
 the project's DVC cache. Its results stay there until the flow has read them
-(metrics, report, models); the worktree is then removed. The experiment remains:
+(metrics, report, models); the worktree is then removed (a killed execution's stays
+until the next execution of its configuration resumes from it: flows/executions.py). The experiment remains:
 listed by `dvc exp show`, applied on purpose with `dvc exp apply <name>`, its
 outputs in the shared cache. params.yaml, dvc.lock and every output in the
 workspace keep what they were.

@@ -9,7 +9,8 @@ MLflow pipeline run with one child run per variant, make a checkout of its own
 there (each stage a Prefect flow run, a child of this flow run's `run_dvc` task;
 every output line in this flow run's log), read DVC's metrics, close the MLflow
 runs (params, metrics, curves, report, registered models), remove the checkout.
-Returns the report.
+Returns the report. An execution killed mid-training resumes: the next execution of
+the same configuration takes its checkpoints (flows/executions.py).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from eric.config import flatten  # noqa: E402
 from eric.tracking import tracking_uri  # noqa: E402
 from dvc_steps import (  # noqa: E402
     DELETE,
+    RUNS_DIR,
     DvcLockBusy,
     OverrideError,
     PipelineError,
@@ -46,6 +48,7 @@ from dvc_steps import (  # noqa: E402
     remove_checkout,
     run_streaming,
 )
+from executions import alive, carry_resumable_state, execution_key  # noqa: E402
 from prefect import flow, get_run_logger, task  # noqa: E402
 from prefect.cache_policies import NO_CACHE  # noqa: E402
 from prefect.context import get_run_context  # noqa: E402
@@ -146,8 +149,13 @@ def run_dvc(args: list[str], checkout: Path, env: dict[str, str]) -> str:
 
 
 @task(cache_policy=NO_CACHE)
-def make_checkout(root: Path, name: str, outside: list[str], env: dict[str, str]) -> Path:
-    return isolated_checkout(root, name, outside, env)
+def make_checkout(root: Path, name: str, outside: list[str], env: dict[str, str], key: str,
+                  resumable: list[str]) -> Path:
+    """The execution's checkout, with what a killed execution of the same configuration
+    left to resume from (flows/executions.py)."""
+    checkout = isolated_checkout(root, name, outside, env)
+    carry_resumable_state(checkout, key, resumable, lambda dead: remove_checkout(root, dead), get_run_logger().info)
+    return checkout
 
 
 @task(cache_policy=NO_CACHE, retries=3, retry_delay_seconds=5)
@@ -234,22 +242,25 @@ def pipeline(
     run_name = f"pipeline {profile + ' ' if profile else ''}{flow_run.name}"  # a smoke run says so in the list
     exp_id, run_id, variant_runs = open_run(uri, experiment, run_name, tags, effective, names)
     report: dict[str, Any] = {"git": git, "command": tags["dvc.command"], "overrides": merged}
-    checkout = make_checkout(root, str(flow_run.id), outside_paths(effective), dict(os.environ))
-    env = stage_env(uri, experiment, run_id, checkout)
-    ok = False
-    try:
-        report["dvc_experiment"] = experiment_name(run_dvc(command, checkout, env))
-        ok = True
-    finally:  # a failed execution is recorded too, with whatever metrics exist
+    key = execution_key(effective)
+    name = f"{key}-{flow_run.id}"
+    with alive(root / RUNS_DIR / name):  # until it ends, no later execution takes its checkpoints
+        checkout = make_checkout(root, name, outside_paths(effective), dict(os.environ), key, resumable(effective))
+        env = stage_env(uri, experiment, run_id, checkout)
+        ok = False
         try:
-            report["metrics"] = review.read_results(checkout, effective)
-            if keep and ok:
-                report["kept"] = keep_outputs(checkout, list(report["metrics"]), Path(keep))
-            report["variant_runs"] = close_run(
-                uri, exp_id, run_id, variant_runs, checkout, effective, report["metrics"], report, ok
-            )
-        finally:
-            remove_checkout(root, checkout)
+            report["dvc_experiment"] = experiment_name(run_dvc(command, checkout, env))
+            ok = True
+        finally:  # a failed execution is recorded too, with whatever metrics exist
+            try:
+                report["metrics"] = review.read_results(checkout, effective)
+                if keep and ok:
+                    report["kept"] = keep_outputs(checkout, list(report["metrics"]), Path(keep))
+                report["variant_runs"] = close_run(
+                    uri, exp_id, run_id, variant_runs, checkout, effective, report["metrics"], report, ok
+                )
+            finally:
+                remove_checkout(root, checkout)
     report["mlflow"] = {"tracking_uri": uri, "experiment_id": exp_id, "run_id": run_id}
     return report
 
@@ -270,6 +281,13 @@ def effective_params(root: Path, overrides: dict[str, Any]) -> dict:
         args = dvc_command(overrides)
         apply_overrides(copy, [a for i, a in enumerate(args) if i and args[i - 1] == "-S"])
         return yaml.safe_load(copy.read_text()) or {}
+
+
+def resumable(params: dict) -> list[str]:
+    """What a killed execution leaves to resume from, inside its checkout (none when
+    train.checkpoint_dir is absolute: then every execution shares it already)."""
+    folder = str(params.get("train", {}).get("checkpoint_dir") or "")
+    return [folder] if folder and not Path(folder).is_absolute() and not folder.startswith("..") else []
 
 
 def outside_paths(params: dict) -> list[str]:
