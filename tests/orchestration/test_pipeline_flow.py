@@ -13,6 +13,7 @@ import pytest
 import yaml
 from dvc_steps import OverrideError
 from pipeline import (
+    resumable,
     PROFILES,
     _parse_args,
     effective_params,
@@ -210,3 +211,9 @@ def test_a_workspace_whose_only_changes_are_run_outputs_is_clean(tmp_path):
     assert pipeline.git_state.fn(tmp_path)["dirty"] is False
     (tmp_path / "params.yaml").write_text("b\n")
     assert pipeline.git_state.fn(tmp_path)["dirty"] is True
+
+
+def test_an_execution_resumes_from_the_checkpoint_folder_inside_its_checkout():
+    assert resumable(yaml.safe_load(DEFAULT_PARAMS.read_text())) == ["models/checkpoints"]  # params.yaml's train.checkpoint_dir
+    assert resumable({"train": {"checkpoint_dir": "/scratch/ckpt"}}) == []  # shared by every execution already
+    assert resumable({"train": {"checkpoint_dir": "../ckpt"}}) == []
