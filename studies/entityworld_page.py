@@ -19,6 +19,8 @@ from eric.evaluate.intervals import Interval, seed_interval
 from eric.evaluate.intervals import fmt_value as fmt
 from eric.evaluate.report import markdown_table
 from studies.spec import StudySpec, load_study
+from studies.state_predictor_page import coherence_value, get_in, lcl_over_seeds, minus, over_seeds, probe_value
+from studies.state_predictor_page import runs as trained_runs
 
 # the issue's fluency: the budget is the one at which BART's samples meet all three
 FLUENT = {"parse_rate": (">=", 0.95), "grounding_rate": ("<=", 0.10), "grounded_share": (">=", 0.80)}
@@ -32,6 +34,7 @@ NAMES = {"eric": "ERIC", "eric_paper": "ERIC (paper recipe)", "eric_no_state_att
 PAIRS = (("eric", "bart"), ("eric", "eric_no_state"), ("eric_no_state", "bart"), ("eric", "eric_paper"),
          ("eric", "eric_no_state_attention"), ("eric", "eric_reference_states"), ("eric", "eric_random_states"))
 NONE_YET = "_No configuration of this study has run yet._"
+STATE_ARMS = ("eric", "eric_paper", "eric_no_state_attention")  # arms that train states (the bounds sample ERIC's)
 
 
 @lru_cache(maxsize=1)
@@ -206,6 +209,44 @@ def grounded_pairs(grid: str = "world", form: str = "stage_one", spec: StudySpec
     return pairs_table({arm: by_seed(seeds, "grounded_state_violation_rate", form) for arm, seeds in found.items()})
 
 
+def _line(seeds: dict[int, dict], candidates: str, critic: str) -> Interval:
+    return over_seeds(seeds, lambda m: get_in(m["evaluate"], "world", "lines", candidates, critic, "vs_chance"))
+
+
+def _gain(seeds: dict[int, dict], probe: str) -> Interval:
+    return over_seeds(seeds, lambda m: probe_value(m, probe, "gain"))
+
+
+def states_table(grid: str = "world", spec: StudySpec | None = None) -> str:
+    """What each state-training arm's states know, each figure beside the line a trivial critic
+    reaches (means over seeds, t-intervals): val L_CL / chance over the batch's candidates
+    against the identity critic's, over the entity's later units against the anchor-blind
+    prior's; the event probe on the predicted ê_n against the oracle's gain (the ceiling from
+    the prefix), the location probe against knowing which entity alone; coherence with
+    predicted states minus random states, paired by seed."""
+    rows = []
+    for arm, seeds in trained_runs(grid, spec or study()).items():
+        if arm not in STATE_ARMS:
+            continue
+        batch, entity = lcl_over_seeds(seeds)
+        oracle = over_seeds(seeds, lambda m: minus(probe_value(m, "oracle_event", "accuracy"),
+                                                   probe_value(m, "oracle_event", "majority")))
+        coherence = over_seeds(seeds, lambda m: minus(coherence_value(m, "lm", "predicted"),
+                                                      coherence_value(m, "lm", "random")))
+        rows.append([NAMES.get(arm, arm), str(len(seeds)),
+                     f"{batch.format(3)} (identity {_line(seeds, 'batch', 'identity').format(3)})",
+                     f"{entity.format(3)} (prior {_line(seeds, 'entity', 'prior').format(3)})",
+                     f"{_gain(seeds, 'predicted_vector/event').format(3)} (oracle {oracle.format(3)})",
+                     f"{_gain(seeds, 'predicted_vector/location_before').format(3)} "
+                     f"(identity {_gain(seeds, 'identity/location_before').format(3)})",
+                     coherence.format(1, pct=True)])
+    if not rows:
+        return NONE_YET
+    return markdown_table(["arm", "seeds", "val L_CL / chance: batch", "val L_CL / chance: entity's later units",
+                           "event probe gain, predicted ê_n", "location probe gain, predicted ê_n",
+                           "coherence: predicted − random states (points)"], rows)
+
+
 def writer_table(grid: str = "fluency", spec: StudySpec | None = None) -> str:
     """The two-stage check of each two-stage run: how its final texts read once the mention
     writer named the placeholders. Per unit, the final parse rate and the units whose names all
@@ -255,6 +296,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "entityworld-writer": writer_table,
     "entityworld-curve": grid_curve,
     "entityworld-final": final_table,
+    "entityworld-states": states_table,
     "entityworld-seeds": seeds_table,
     "entityworld-pairs": grounded_pairs,
     "entityworld-pairs-final": lambda: grounded_pairs(form="final"),

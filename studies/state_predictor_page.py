@@ -39,20 +39,20 @@ def study() -> StudySpec:
 
 
 def runs(grid: str, spec: StudySpec | None = None) -> dict[str, dict[int, dict]]:
-    """arm -> seed -> {"train": metrics/train/eric.json, "evaluate": metrics/evaluate/eric.json}
+    """arm -> seed -> {"train": metrics/train/<variant>.json, "evaluate": metrics/evaluate/<variant>.json}
     of the kept configurations of one grid (arms in study.yaml's order)."""
     spec, out = spec or study(), {}
     for arm, declared in spec.grids[grid].arms.items():
         for seed in declared.seeds or spec.grids[grid].seeds:
             name = f"{grid}-{arm}-seed{seed}"
             if spec.is_done(name):
-                found = spec.metrics(name)
-                out.setdefault(arm, {})[seed] = {"train": found.get("metrics/train/eric.json", {}),
-                                                 "evaluate": found.get("metrics/evaluate/eric.json", {})}
+                found, variant = spec.metrics(name), declared.variants[0]
+                out.setdefault(arm, {})[seed] = {"train": found.get(f"metrics/train/{variant}.json", {}),
+                                                 "evaluate": found.get(f"metrics/evaluate/{variant}.json", {})}
     return out
 
 
-def _get(values: dict, *path):
+def get_in(values: dict, *path):
     for key in path:
         if not isinstance(values, dict) or key not in values:
             return None
@@ -69,7 +69,7 @@ def over_seeds(seeds: dict[int, dict], value: Callable[[dict], float | None]) ->
     return seed_interval([value(m) for m in seeds.values()])
 
 
-def _lcl(seeds: dict[int, dict]) -> tuple[Interval, Interval]:
+def lcl_over_seeds(seeds: dict[int, dict]) -> tuple[Interval, Interval]:
     """Val L_CL / chance over the recipe's own candidates and over entity candidates."""
     return (over_seeds(seeds, lambda m: _ratio(m["train"], "contrastive")),
             over_seeds(seeds, lambda m: _ratio(m["train"], "contrastive_entity")))
@@ -83,7 +83,7 @@ def minus_blind(seeds: dict[int, dict], blind: dict[int, dict] | None) -> Interv
     """Entity-candidate L_CL / chance minus the blind control's, paired by seed (seeds both ran)."""
     if not blind:
         return Interval(None, None, None)
-    return seed_interval([_minus(_entity_ratio(m), _entity_ratio(blind[seed]))
+    return seed_interval([minus(_entity_ratio(m), _entity_ratio(blind[seed]))
                           for seed, m in seeds.items() if seed in blind])
 
 
@@ -99,7 +99,7 @@ def lcl_table(grid: str = "world", spec: StudySpec | None = None) -> str:
     found = runs(grid, spec)
     rows = []
     for arm, seeds in found.items():
-        own, entity = _lcl(seeds)
+        own, entity = lcl_over_seeds(seeds)
         diff = minus_blind(seeds, found.get(BLIND))
         verdict = "control" if arm == BLIND else "yes" if _below(entity, 1.0) and _below(diff, 0.0) else "no"
         rows.append([arm, str(len(seeds)), own.format(3), entity.format(3),
@@ -117,8 +117,8 @@ def lines_table(grid: str = "world", spec: StudySpec | None = None) -> str:
     every = {f"{arm}-{seed}": m for arm, seeds in runs(grid, spec).items() for seed, m in seeds.items()}
     rows = []
     for which, label in CANDIDATES.items():
-        chance = seed_interval([_get(m["evaluate"], "world", "lines", which, "chance") for m in every.values()])
-        cells = [seed_interval([_get(m["evaluate"], "world", "lines", which, line, "vs_chance")
+        chance = seed_interval([get_in(m["evaluate"], "world", "lines", which, "chance") for m in every.values()])
+        cells = [seed_interval([get_in(m["evaluate"], "world", "lines", which, line, "vs_chance")
                                 for m in every.values()]).format(3) for line in LINES]
         rows.append([label, chance.format(3), *cells])
     if not every:
@@ -126,17 +126,17 @@ def lines_table(grid: str = "world", spec: StudySpec | None = None) -> str:
     return markdown_table(["candidates", "chance (nats)", *(f"{v} / chance" for v in LINES.values())], rows)
 
 
-def _probe(m: dict, name: str, field: str) -> float | None:
-    if name.startswith("linear/") and _get(m["evaluate"], "world", "probes", "linear/location_before") is None:
+def probe_value(m: dict, name: str, field: str) -> float | None:
+    if name.startswith("linear/") and get_in(m["evaluate"], "world", "probes", "linear/location_before") is None:
         return None  # a run before 761008f: its decoder read the unit's gold state (the same commit added the location)
-    return _get(m["evaluate"], "world", "probes", name, field)
+    return get_in(m["evaluate"], "world", "probes", name, field)
 
 
-def _coherence(m: dict, scoring: str, mode: str) -> float | None:
-    return _get(m["evaluate"], "world", "coherence", "accuracy", f"{scoring}/{mode}")
+def coherence_value(m: dict, scoring: str, mode: str) -> float | None:
+    return get_in(m["evaluate"], "world", "coherence", "accuracy", f"{scoring}/{mode}")
 
 
-def _minus(a: float | None, b: float | None) -> float | None:
+def minus(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else a - b
 
 
@@ -145,8 +145,8 @@ def probes_table(grid: str = "world", spec: StudySpec | None = None) -> str:
     rows = []
     for arm, seeds in runs(grid, spec).items():
         for label, name in LABELS.items():
-            majority = seed_interval([_probe(m, f"gold_vector/{label}", "majority") for m in seeds.values()])
-            cells = [seed_interval([_probe(m, f"{p}/{label}", "gain") for m in seeds.values()]).format(3)
+            majority = seed_interval([probe_value(m, f"gold_vector/{label}", "majority") for m in seeds.values()])
+            cells = [seed_interval([probe_value(m, f"{p}/{label}", "gain") for m in seeds.values()]).format(3)
                      for p in PROBES]
             rows.append([arm, name, majority.format(3), *cells])
     if not rows:
@@ -158,8 +158,8 @@ def oracle_probe_line(grid: str = "world", spec: StudySpec | None = None) -> str
     """The oracle's ceiling of the event probes (the generator's most likely kind for the focal
     character, knowing every state) beside the majority class, over every kept run's test units."""
     every = [m for seeds in runs(grid, spec).values() for m in seeds.values()]
-    oracle = seed_interval([_probe(m, "oracle_event", "accuracy") for m in every])
-    majority = seed_interval([_probe(m, "oracle_event", "majority") for m in every])
+    oracle = seed_interval([probe_value(m, "oracle_event", "accuracy") for m in every])
+    majority = seed_interval([probe_value(m, "oracle_event", "majority") for m in every])
     if oracle.value is None:
         return "_No configuration of this grid has run yet._"
     return (f"{oracle.value:.3f} of the test units right, against {majority.value:.3f} for the majority class: "
@@ -171,9 +171,9 @@ def coherence_table(grid: str = "world", scoring: str = "lm", spec: StudySpec | 
     minus random paired by seed."""
     rows = []
     for arm, seeds in runs(grid, spec).items():
-        cells = [seed_interval([_coherence(m, scoring, mode) for m in seeds.values()]).format(1, pct=True)
+        cells = [seed_interval([coherence_value(m, scoring, mode) for m in seeds.values()]).format(1, pct=True)
                  for mode in ("predicted", "gold", "random")]
-        diff = seed_interval([_minus(_coherence(m, scoring, "predicted"), _coherence(m, scoring, "random"))
+        diff = seed_interval([minus(coherence_value(m, scoring, "predicted"), coherence_value(m, scoring, "random"))
                               for m in seeds.values()])
         rows.append([arm, *cells, diff.format(1, pct=True)])
     if not rows:
@@ -188,8 +188,8 @@ def lm_table(grid: str, spec: StudySpec | None = None) -> str:
     for arm, seeds in runs(grid, spec).items():
         gold = over_seeds(seeds, lambda m: m["evaluate"].get("lm_loss_gold_states"))
         predicted = over_seeds(seeds, lambda m: m["evaluate"].get("lm_loss_predicted_states"))
-        own, entity = _lcl(seeds)
-        parsed = over_seeds(seeds, lambda m: _get(m["evaluate"], "world", "stage_one", "parse_rate"))
+        own, entity = lcl_over_seeds(seeds)
+        parsed = over_seeds(seeds, lambda m: get_in(m["evaluate"], "world", "stage_one", "parse_rate"))
         rows.append([arm, str(len(seeds)), gold.format(3), predicted.format(3), own.format(3), entity.format(3),
                      parsed.format(1, pct=True)])
     if not rows:
@@ -213,10 +213,10 @@ def targets_table(grid: str = "world", scoring: str = "lm", spec: StudySpec | No
     for arm, seeds in found.items():
         if arm == BLIND:
             continue
-        entity = _lcl(seeds)[1]
+        entity = lcl_over_seeds(seeds)[1]
         diff = minus_blind(seeds, found.get(BLIND))
-        probe = seed_interval([_probe(m, "predicted_vector/event", "gain") for m in seeds.values()])
-        coherence = seed_interval([_minus(_coherence(m, scoring, "predicted"), _coherence(m, scoring, "random"))
+        probe = seed_interval([probe_value(m, "predicted_vector/event", "gain") for m in seeds.values()])
+        coherence = seed_interval([minus(coherence_value(m, scoring, "predicted"), coherence_value(m, scoring, "random"))
                                    for m in seeds.values()])
         above = lambda i: i.low is not None and i.low > 0
         rows.append([arm, str(len(seeds)),
