@@ -3,10 +3,11 @@
 Each execution runs in a checkout of its own (flows/dvc_steps.py) named
 `<configuration key>-<flow run id>`, the key a hash of the effective params. While it
 runs it holds an OS lock on `<checkout>.alive` (released by the OS when the process
-dies, however it dies). A checkout left behind whose lock is free is a killed
-execution's: the next execution of the same configuration moves its resumable state
-(`train.checkpoint_dir`: DeepSpeed checkpoints and the snapshots written so far) into
-its own checkout, where training resumes from the newest checkpoint written for the
+dies, however it dies). An execution that fails or is interrupted (Ctrl-C, SIGTERM) leaves
+its checkout behind too when it holds a checkpoint. A checkout left behind whose lock is
+free is a killed execution's: the next execution of the same configuration moves its
+resumable state (`train.checkpoint_dir`: DeepSpeed checkpoints and the snapshots written
+so far) into its own checkout, where training resumes from the newest checkpoint written for the
 same settings (eric/train/checkpoint.py checks a fingerprint, and starts afresh
 otherwise), and removes the dead checkout. Leftovers of other configurations stay for
 their own next execution.
@@ -23,6 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 KEY_LENGTH = 12
+LATEST = "latest"  # a checkpoint root's pointer to its newest checkpoint (eric/train/checkpoint.py)
 
 
 def execution_key(params: dict) -> str:
@@ -59,6 +61,13 @@ def is_alive(checkout: Path) -> bool:
             return True
         fcntl.flock(handle, fcntl.LOCK_UN)
         return False
+
+
+def has_resumable_state(checkout: Path, resumable: list[str]) -> bool:
+    """Whether a failed or interrupted execution left something to resume from: then its
+    checkout stays for the next execution of its configuration (Ctrl-C, SIGTERM and a crash
+    end the flow through its `finally`, which would otherwise remove the checkpoints)."""
+    return any(any((checkout / rel).rglob(LATEST)) for rel in resumable if (checkout / rel).is_dir())
 
 
 def killed_executions(checkout: Path, key: str) -> list[Path]:

@@ -48,7 +48,7 @@ from dvc_steps import (  # noqa: E402
     remove_checkout,
     run_streaming,
 )
-from executions import alive, carry_resumable_state, execution_key  # noqa: E402
+from executions import alive, carry_resumable_state, execution_key, has_resumable_state  # noqa: E402
 from prefect import flow, get_run_logger, task  # noqa: E402
 from prefect.cache_policies import NO_CACHE  # noqa: E402
 from prefect.context import get_run_context  # noqa: E402
@@ -260,7 +260,11 @@ def pipeline(
                     uri, exp_id, run_id, variant_runs, checkout, effective, report["metrics"], report, ok
                 )
             finally:
-                remove_checkout(root, checkout)
+                if ok or not has_resumable_state(checkout, resumable(effective)):
+                    remove_checkout(root, checkout)
+                else:
+                    get_run_logger().info("%s kept: the next execution of this configuration resumes from its "
+                                          "checkpoints", checkout)
     report["mlflow"] = {"tracking_uri": uri, "experiment_id": exp_id, "run_id": run_id}
     return report
 

@@ -10,7 +10,7 @@ import textwrap
 from pathlib import Path
 
 import executions
-from executions import alive, carry_resumable_state, execution_key, is_alive, killed_executions
+from executions import alive, carry_resumable_state, execution_key, has_resumable_state, is_alive, killed_executions
 
 CKPT = "models/checkpoints"
 
@@ -96,3 +96,12 @@ def test_a_killed_execution_without_checkpoints_is_only_removed(tmp_path):
     checkout = _leftover(runs, "aaa-run2")
     carried, removed = _carry(checkout, "aaa", [])
     assert carried == [] and removed == ["aaa-run1"] and not (checkout / CKPT).exists()
+
+
+def test_a_failed_execution_keeps_its_checkout_only_when_it_has_checkpoints(tmp_path):
+    runs = tmp_path / "eric-runs"
+    assert has_resumable_state(_leftover(runs, "aaa-run1", step=500), [CKPT])
+    assert not has_resumable_state(_leftover(runs, "aaa-run2"), [CKPT])
+    empty = _leftover(runs, "aaa-run3")
+    (empty / CKPT / "train_stage_one" / "eric").mkdir(parents=True)  # stopped before its first checkpoint
+    assert not has_resumable_state(empty, [CKPT]) and not has_resumable_state(empty, [])
