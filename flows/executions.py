@@ -86,7 +86,7 @@ def carry_resumable_state(
     for dead in killed_executions(checkout, key):
         for rel in resumable:
             source, target = dead / rel, checkout / rel
-            if source.is_dir() and any(source.iterdir()) and not target.exists():
+            if has_resumable_state(dead, [rel]) and not target.exists():
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.move(str(source), str(target))
                 carried.append(target)

@@ -242,10 +242,10 @@ def pipeline(
     run_name = f"pipeline {profile + ' ' if profile else ''}{flow_run.name}"  # a smoke run says so in the list
     exp_id, run_id, variant_runs = open_run(uri, experiment, run_name, tags, effective, names)
     report: dict[str, Any] = {"git": git, "command": tags["dvc.command"], "overrides": merged}
-    key = execution_key(effective)
+    key, kept_state = execution_key(effective), resumable(effective)
     name = f"{key}-{flow_run.id}"
     with alive(root / RUNS_DIR / name):  # until it ends, no later execution takes its checkpoints
-        checkout = make_checkout(root, name, outside_paths(effective), dict(os.environ), key, resumable(effective))
+        checkout = make_checkout(root, name, outside_paths(effective), dict(os.environ), key, kept_state)
         env = stage_env(uri, experiment, run_id, checkout)
         ok = False
         try:
@@ -260,7 +260,7 @@ def pipeline(
                     uri, exp_id, run_id, variant_runs, checkout, effective, report["metrics"], report, ok
                 )
             finally:
-                if ok or not has_resumable_state(checkout, resumable(effective)):
+                if ok or not has_resumable_state(checkout, kept_state):
                     remove_checkout(root, checkout)
                 else:
                     get_run_logger().info("%s kept: the next execution of this configuration resumes from its "
