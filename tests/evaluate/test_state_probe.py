@@ -10,6 +10,7 @@ import torch
 
 from eric.evaluate.state_probe import (
     UnitState,
+    _scored,
     agreement,
     hidden_unit_pairs,
     linear_probe,
@@ -47,6 +48,25 @@ def test_uninformative_states_do_not():
     result = majority_probe(_units(200, False, 2), _units(80, False, 3))
     assert result.gain_low <= 0  # no evidence of any gain
     assert result.gain < 0.02
+
+
+def test_the_interval_is_the_bootstrap_over_texts_drawn_by_the_seed():
+    """The vectorised bootstrap gives the interval of the plain loop: seeded draws of the texts,
+    the gain of each resample over its units (texts of uneven length, so a mean of per-text
+    gains would differ)."""
+    rng = random.Random(4)
+    test = [UnitState(t, n, 0, 0, rng.choice(LABELS)) for t in range(40) for n in range(rng.randrange(1, 9))]
+    guesses = [u.label if rng.random() < 0.6 else "fight" for u in test]
+    result = _scored(test, guesses, "travel", 0, resamples=200, seed=7)
+    texts = sorted({u.text for u in test})
+    draws = random.Random(7)
+    gains = []
+    for _ in range(200):
+        units = [(u, g) for t in draws.choices(texts, k=len(texts)) for u, g in zip(test, guesses) if u.text == t]
+        gains.append(sum(g == u.label for u, g in units) / len(units) - sum(u.label == "travel" for u, _ in units) / len(units))
+    gains.sort()
+    assert (result.gain_low, result.gain_high) == (gains[5], gains[194])
+    assert result.texts == 40 and result.units == len(test)
 
 
 def test_unseen_states_fall_back_to_the_majority_label():
