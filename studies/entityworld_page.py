@@ -18,6 +18,7 @@ from eric.config import PROJECT_ROOT
 from eric.evaluate.intervals import Interval, seed_interval
 from eric.evaluate.intervals import fmt_value as fmt
 from eric.evaluate.report import markdown_table
+from eric.world import world as rules
 from studies.spec import StudySpec, load_study
 from studies.state_predictor_page import coherence_value, get_in, lcl_over_seeds, minus, over_seeds, probe_value
 from studies.state_predictor_page import runs as trained_runs
@@ -35,6 +36,17 @@ PAIRS = (("eric", "bart"), ("eric", "eric_no_state"), ("eric_no_state", "bart"),
          ("eric", "eric_no_state_attention"), ("eric", "eric_reference_states"), ("eric", "eric_random_states"))
 NONE_YET = "_No configuration of this study has run yet._"
 STATE_ARMS = ("eric", "eric_paper", "eric_no_state_attention")  # arms that train states (the bounds sample ERIC's)
+# the checker's rules (eric/world/world.py) by what a model must know to keep them: the scene
+# alone answers the first two, the replayed state of a character the rest (STATE_RULES)
+RULE_FAMILIES = {
+    "names outside the scene": (rules.UNKNOWN_CHARACTER, rules.UNKNOWN_PLACE, rules.UNKNOWN_ITEM),
+    "one character in both roles": (rules.SAME_CHARACTER,),
+    "condition (dead, captive, wounded)": (rules.DEAD, rules.CAPTIVE, rules.WOUNDED, rules.NOT_WOUNDED,
+                                           rules.NOT_CAPTIVE, rules.ALREADY_CAPTIVE, rules.NOT_DEAD),
+    "location": (rules.APART, rules.ALREADY_THERE, rules.WRONG_PLACE, rules.TARGET_HERE),
+    "acquaintance": (rules.STRANGERS, rules.MARRIED),
+    "items": (rules.NOT_HELD, rules.NOT_HERE, rules.HANDS_FULL),
+}
 
 
 @lru_cache(maxsize=1)
@@ -289,6 +301,30 @@ def scene_blind(seed: int = 42, stories: int = 200) -> str:
                            "state viol. / grounded unit"], rows)
 
 
+def family_rates(by_rule: dict[str, int], parsed: int) -> dict[str, float | None]:
+    """Violations per parsed unit of each RULE_FAMILIES family, from the checker's counts by rule."""
+    return {family: sum(by_rule.get(r, 0) for r in members) / parsed if parsed else None
+            for family, members in RULE_FAMILIES.items()}
+
+
+def rules_table(grid: str = "world", spec: StudySpec | None = None) -> str:
+    """Where each arm's violations fall: per RULE_FAMILIES family, violations per parsed unit of
+    the placeholder texts (means over seeds, t-intervals), with the grounded share beside them.
+    Per parsed unit because the checker counts by rule over every parsed unit (a unit that
+    names an item outside the scene still has its character's rules applied); a text with
+    fewer grounded units is checked against fewer state rules, so the state families read
+    together with the grounded share (the grounded rates are `seeds_table`'s)."""
+    rows = []
+    for arm, seeds in runs(grid, spec).items():
+        per_seed = [family_rates(rate(w, "by_rule") or {}, rate(w, "parsed") or 0) for w in seeds.values()]
+        grounded = seed_interval(list(by_seed(seeds, "grounded_share").values()))
+        rows.append([NAMES.get(arm, arm), str(len(seeds)), grounded.format(1, pct=True),
+                     *(seed_interval([found[family] for found in per_seed]).format(3) for family in RULE_FAMILIES)])
+    if not rows:
+        return NONE_YET
+    return markdown_table(["arm", "seeds", "grounded % of parsed", *RULE_FAMILIES], rows)
+
+
 BLOCKS: dict[str, Callable[[], str]] = {
     "entityworld-scene-blind": scene_blind,
     "entityworld-fluency": fluency_table,
@@ -298,6 +334,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "entityworld-final": final_table,
     "entityworld-states": states_table,
     "entityworld-seeds": seeds_table,
+    "entityworld-rules": rules_table,
     "entityworld-pairs": grounded_pairs,
     "entityworld-pairs-final": lambda: grounded_pairs(form="final"),
 }

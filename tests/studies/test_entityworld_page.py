@@ -14,7 +14,9 @@ from studies.spec import RUN_FILE, load_study
 
 def _world(parse: float, grounding: float, share: float, grounded_rate: float) -> dict:
     stage = {"parse_rate": parse, "grounding_rate": grounding, "grounded_share": share,
-             "grounded_state_violation_rate": grounded_rate, "state_violation_rate_at_world_mix": grounded_rate / 2}
+             "grounded_state_violation_rate": grounded_rate, "state_violation_rate_at_world_mix": grounded_rate / 2,
+             "parsed": 200, "by_rule": {"unknown_place": round(grounding * 200), "not_together": round(grounded_rate * 100),
+                                        "wrong_place": round(grounded_rate * 60), "dead_character": 10}}
     return {"world": {"stage_one": stage, "final": {**stage, "grounded_state_violation_rate": grounded_rate + 0.1}}}
 
 
@@ -157,3 +159,17 @@ def test_the_states_table_puts_each_figure_beside_its_trivial_line_and_skips_arm
     assert eric.endswith("| 0.5 [-18.6, 19.6] |")  # -1 and +2 points, paired by seed
     assert _line(table, "ERIC w/o StateAttn").endswith("| 10.0 |")  # one seed: a value, no interval
     assert not any(line.startswith("| BART ") for line in table.splitlines())
+
+
+def test_violations_fall_into_rule_families_per_parsed_unit(spec):
+    table = page.rules_table(spec=spec)
+    header = table.splitlines()[0]
+    assert header.startswith("| arm | seeds | grounded % of parsed | names outside the scene | one character in both roles |")
+    # ERIC: 40 unknown places of 200 parsed units; location 0.39 x 160 + ... over seeds 1-3
+    eric = _line(table, "ERIC")
+    assert eric.startswith("| ERIC | 3 | 85.0 [85.0, 85.0] | 0.200 [0.200, 0.200] | 0.000 [0.000, 0.000] | 0.050 [0.050, 0.050] |")
+    location = [(round(r * 100) + round(r * 60)) / 200 for r in (0.38, 0.40, 0.42)]
+    assert f"| {page.seed_interval(location).format(3)} |" in eric
+    assert page.family_rates({"hands_full": 3, "same_character": 1}, 0)["items"] is None  # nothing parsed: no rate
+    families = [rule for members in page.RULE_FAMILIES.values() for rule in members]
+    assert sorted(families) == sorted(page.rules.RULES)  # every rule in exactly one family
