@@ -19,6 +19,7 @@ from eric.evaluate.intervals import Interval, seed_interval
 from eric.evaluate.intervals import fmt_value as fmt
 from eric.evaluate.report import markdown_table
 from eric.world import world as rules
+from studies.currency import older, study_drift
 from studies.spec import StudySpec, load_study
 from studies.state_predictor_page import coherence_value, get_in, lcl_over_seeds, minus, over_seeds, probe_value
 from studies.state_predictor_page import runs as trained_runs
@@ -183,7 +184,7 @@ def seeds_table(grid: str = "world", form: str = "stage_one", spec: StudySpec | 
     if not rows:
         return NONE_YET
     return markdown_table(["arm", "per seed: parse % / grounded % / state viol. per grounded unit",
-                           "state viol. / grounded unit", "state viol. / parsed unit at the world's event mix"], rows)
+                           "state viol. / grounded unit", "state viol. / grounded unit at the world's event mix"], rows)
 
 
 def paired(a: dict[int, float | None], b: dict[int, float | None]) -> list[float]:
@@ -325,16 +326,31 @@ def rules_table(grid: str = "world", spec: StudySpec | None = None) -> str:
     return markdown_table(["arm", "seeds", "grounded % of parsed", *RULE_FAMILIES], rows)
 
 
+def older_note(grid: str = "world", spec: StudySpec | None = None) -> str:
+    """A line under a table of the grid naming its kept configurations that ran at older code
+    (studies/currency.py): their rows are what that code measured, until `--stale` reruns them."""
+    spec = spec or study()
+    late = [name for name in spec.configurations
+            if name.startswith(f"{grid}-") and spec.is_done(name) and older(study_drift(spec, name, PROJECT_ROOT))]
+    if not late:
+        return ""
+    return f"\n\n_Ran at older code: {', '.join(late)} ({spec.folder.relative_to(PROJECT_ROOT)}/results.md: what changed)._"
+
+
+def _current(table: Callable[[], str], grid: str = "world") -> Callable[[], str]:
+    return lambda: table() + older_note(grid)
+
+
 BLOCKS: dict[str, Callable[[], str]] = {
     "entityworld-scene-blind": scene_blind,
-    "entityworld-fluency": fluency_table,
-    "entityworld-fluency-curve": fluency_curve,
-    "entityworld-writer": writer_table,
-    "entityworld-curve": grid_curve,
-    "entityworld-final": final_table,
-    "entityworld-states": states_table,
-    "entityworld-seeds": seeds_table,
-    "entityworld-rules": rules_table,
-    "entityworld-pairs": grounded_pairs,
-    "entityworld-pairs-final": lambda: grounded_pairs(form="final"),
+    "entityworld-fluency": _current(fluency_table),
+    "entityworld-fluency-curve": _current(fluency_curve, "fluency"),
+    "entityworld-writer": _current(writer_table, "fluency"),
+    "entityworld-curve": _current(grid_curve),
+    "entityworld-final": _current(final_table),
+    "entityworld-states": _current(states_table),
+    "entityworld-seeds": _current(seeds_table),
+    "entityworld-rules": _current(rules_table),
+    "entityworld-pairs": _current(grounded_pairs),
+    "entityworld-pairs-final": _current(lambda: grounded_pairs(form="final")),
 }

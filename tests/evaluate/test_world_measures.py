@@ -46,14 +46,16 @@ UNITS = [
     "<e1> fled from <e2> to the lagoon.",  # unknown place and not_together (a state rule)
     "<e0> talked with <e2>.",  # grounded: not_together and strangers
     "Blah blah.",  # unparsed
+    "<e2> met <e2>.",  # one character in both roles: keeps not_together (<e0> met <e2> breaks it)
 ]
 
 
 def test_grounded_units_are_those_whose_state_rules_were_all_applied():
     check = check_story(SCENE, UNITS)
-    assert [is_grounded(u) for u in check.units] == [True, False, False, False, True, False]
-    assert story_counts(check) == {"units": 6, "parsed": 5, "violations": 6, "state_violations": 3,
-                                   "grounding": 3, "grounded": 2, "grounded_state_violations": 2,
+    assert [is_grounded(u) for u in check.units] == [True, False, False, False, True, False, False]
+    assert check.units[-1].violations == ("same_character",)  # no state rule broken, yet not grounded
+    assert story_counts(check) == {"units": 7, "parsed": 6, "violations": 7, "state_violations": 3,
+                                   "grounding": 4, "grounded": 2, "grounded_state_violations": 2,
                                    "clean": 0, "valid": 0}
 
 
@@ -62,9 +64,9 @@ def test_rates_per_parsed_and_per_grounded_unit():
     counts = columns([story_counts(c) for c in (check_story(SCENE, UNITS), clean)])
     assert counts["grounded"] == [2, 2] and counts["clean"] == [0, 1] and counts["valid"] == [0, 1]
     out = rates(counts)
-    assert out["grounded"] == 4 and out["grounded_share"] == pytest.approx(4 / 7)  # of 7 parsed units
+    assert out["grounded"] == 4 and out["grounded_share"] == pytest.approx(4 / 8)  # of 8 parsed units
     assert out["grounded_state_violation_rate"] == pytest.approx(2 / 4)
-    assert out["grounding_violations"] == 3 and out["grounding_rate"] == pytest.approx(3 / 7)
+    assert out["grounding_violations"] == 4 and out["grounding_rate"] == pytest.approx(4 / 8)
     assert "mapped_rate" not in out
 
 
@@ -81,8 +83,8 @@ def test_the_scene_blind_line_reads_legal_stories_against_another_scene():
 
 def test_the_event_mix_standardization_worked_by_hand():
     # story 1: two travels (no violation) and a meet that breaks one state rule; story 2: a clean meet
-    by_kind = {"travel": {"parsed": [2, 0], "state_violations": [0, 0]},
-               "meet": {"parsed": [1, 1], "state_violations": [1, 0]}}
+    by_kind = {"travel": {"grounded": [2, 0], "state_violations": [0, 0]},
+               "meet": {"grounded": [1, 1], "state_violations": [1, 0]}}
     mix = {"travel": 0.5, "meet": 0.25, "fight": 0.25}
     out = standardized(by_kind, mix)
     # raw: 1 / 4 = 0.25; by kind: travel 0 / 2, meet 1 / 2; weighted by the mix of the kinds written
@@ -93,13 +95,13 @@ def test_the_event_mix_standardization_worked_by_hand():
                                      "event_mix_distance": None}
 
 
-def test_kind_columns_count_parsed_units_and_state_violations_per_story():
+def test_kind_columns_count_grounded_units_and_their_state_violations_per_story():
     checks = story_checks([SCENE, SCENE], [stage_one_target(UNITS), stage_one_target(["<e0> met <e1>."])])
     by_kind = kind_columns(checks)
-    assert sorted(by_kind) == ["flee", "meet", "talk", "travel"]
-    assert by_kind["meet"] == {"parsed": [2, 1], "state_violations": [0, 0]}
-    assert by_kind["talk"] == {"parsed": [1, 0], "state_violations": [2, 0]}
-    assert by_kind["flee"]["state_violations"] == [1, 0]  # counted by kind whether grounded or not
+    # the flee and the travel name a place the scene lacks, the second meet a character outside it
+    assert sorted(by_kind) == ["meet", "talk"]
+    assert by_kind["meet"] == {"grounded": [1, 1], "state_violations": [0, 0]}
+    assert by_kind["talk"] == {"grounded": [1, 0], "state_violations": [2, 0]}  # <e2> met <e2>: not counted
 
 
 def test_name_counts_of_a_final_text():
@@ -258,7 +260,7 @@ def test_the_curve_columns_and_the_contrastive_ratios(tmp_path):
     curve = world_curve([(4, texts), (8, texts[::-1])], [SCENE, SCENE], tmp_path / "eric_val.csv")
     assert curve["step"] == [4, 8] and curve["val_lm_loss"] == [6.5, None] and curve["val_cl_ratio"] == [0.5, None]
     assert curve["val_input_gap"] == [0.25, None]
-    assert curve["parse_rate"] == [round(6 / 7, 5)] * 2 and curve["grounded_share"] == [0.5, 0.5]  # 5 digits
+    assert curve["parse_rate"] == [7 / 8] * 2 and curve["grounded_share"] == [round(3 / 7, 5)] * 2  # 5 digits
     assert curve["grounded_state_violation_rate"] == [round(2 / 3, 5)] * 2
     none = {"entity_train": None, "entity_val": None}  # a run before the entity-candidate columns
     assert contrastive_ratios(tmp_path, "eric") == {"train": 0.75, "val": 0.5, **none}

@@ -173,3 +173,13 @@ def test_violations_fall_into_rule_families_per_parsed_unit(spec):
     assert page.family_rates({"hands_full": 3, "same_character": 1}, 0)["items"] is None  # nothing parsed: no rate
     families = [rule for members in page.RULE_FAMILIES.values() for rule in members]
     assert sorted(families) == sorted(page.rules.RULES)  # every rule in exactly one family
+
+
+def test_tables_name_the_configurations_that_ran_at_older_code(spec, monkeypatch):
+    assert page.older_note(spec=spec) == ""  # kept without a dvc.lock: nothing to compare
+    monkeypatch.setattr(page, "study_drift", lambda spec, name, root: None if name.endswith("seed2") else object())
+    monkeypatch.setattr(page, "older", lambda drift: drift is not None)
+    monkeypatch.setattr(page, "PROJECT_ROOT", spec.folder.parent)
+    note = page.older_note(spec=spec)
+    assert "world-eric-seed1" in note and "world-bart-seed3" in note and "seed2" not in note
+    assert "fluency-" not in note and "fluency-bart-seed1" in page.older_note("fluency", spec=spec)
