@@ -29,6 +29,7 @@ from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, replace
 from typing import Callable, Iterable
 
+import numpy as np
 import torch
 
 
@@ -245,15 +246,29 @@ def _scored(test: list[UnitState], guesses: list[str], majority: str, states_see
             seed: int) -> ProbeResult:
     """Accuracy of `guesses` against always answering `majority`, with the bootstrap interval of
     the gain over texts."""
-    per_text: dict[int, list[tuple[int, int]]] = defaultdict(list)  # text -> (probe right, majority right)
+    per_text: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0])  # text -> units, probe right, majority right
     for u, guess in zip(test, guesses):
-        per_text[u.text].append((guess == u.label, majority == u.label))
-    texts = list(per_text)
-    accuracy, base = _rates(per_text, texts)
-    rng = random.Random(seed)
-    gains = sorted(_difference(per_text, rng.choices(texts, k=len(texts))) for _ in range(resamples))
+        counts = per_text[u.text]
+        counts[0] += 1
+        counts[1] += guess == u.label
+        counts[2] += majority == u.label
+    units, right, base_right = np.array(list(per_text.values()), dtype=np.int64).reshape(-1, 3).T
+    accuracy, base = _rates(units, right, base_right)
+    gains = np.sort(_resampled_gains(units, right, base_right, resamples, seed))
     low, high = gains[int(0.025 * resamples)], gains[int(0.975 * resamples) - 1]
-    return ProbeResult(accuracy, base, accuracy - base, low, high, len(test), len(texts), states_seen)
+    return ProbeResult(accuracy, base, accuracy - base, float(low), float(high), len(test), len(per_text), states_seen)
+
+
+def _resampled_gains(units: np.ndarray, right: np.ndarray, base_right: np.ndarray, resamples: int,
+                     seed: int) -> np.ndarray:
+    """The gain over `resamples` draws of the texts with replacement. The draws are
+    `random.Random(seed).choices` over the texts, one resample after another (a text index
+    is what choices picks), so the interval is the one a loop over resamples gives; the
+    sums are done in numpy, integer counts, divided as `_rates` divides."""
+    rng = random.Random(seed)
+    picks = np.array([rng.choices(range(len(units)), k=len(units)) for _ in range(resamples)], dtype=np.int64)
+    n = units[picks].sum(axis=1)
+    return right[picks].sum(axis=1) / n - base_right[picks].sum(axis=1) / n
 
 
 def prediction_cosines(model, collator, rows: list[dict], batch_size: int = 16) -> dict:
@@ -266,11 +281,6 @@ def agreement(pairs: list[UnitState]) -> float:
     return sum(u.predicted == u.gold for u in pairs) / max(len(pairs), 1)
 
 
-def _rates(per_text: dict[int, list[tuple[int, int]]], texts: list[int]) -> tuple[float, float]:
-    hits = [pair for t in texts for pair in per_text[t]]
-    return sum(p for p, _ in hits) / len(hits), sum(m for _, m in hits) / len(hits)
-
-
-def _difference(per_text, texts) -> float:
-    accuracy, base = _rates(per_text, texts)
-    return accuracy - base
+def _rates(units: np.ndarray, right: np.ndarray, base_right: np.ndarray) -> tuple[float, float]:
+    n = int(units.sum())
+    return int(right.sum()) / n, int(base_right.sum()) / n
