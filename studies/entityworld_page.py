@@ -35,7 +35,7 @@ NAMES = {"eric": "ERIC", "eric_paper": "ERIC (paper recipe)", "eric_no_state_att
 # A - B of state violations per grounded unit: below zero, A breaks fewer state rules
 PAIRS = (("eric", "bart"), ("eric", "eric_no_state"), ("eric_no_state", "bart"), ("eric", "eric_paper"),
          ("eric", "eric_no_state_attention"), ("eric", "eric_reference_states"), ("eric", "eric_random_states"))
-NONE_YET = "_No configuration of this study has run yet._"
+NONE_YET = "_No configuration of this grid is kept at this code yet._"
 STATE_ARMS = ("eric", "eric_paper", "eric_no_state_attention")  # arms that train states (the bounds sample ERIC's)
 # the checker's rules (eric/world/world.py) by what a model must know to keep them: the scene
 # alone answers the first two, the replayed state of a character the rest (STATE_RULES)
@@ -55,13 +55,33 @@ def study() -> StudySpec:
     return load_study(PROJECT_ROOT / "studies" / "entityworld")
 
 
+# grids whose tables show only the configurations measured at this code: their arms are
+# paired seed by seed, and a difference of two codes' measures says nothing about the arms.
+# The fluency grid's runs (the budget's record) stay, marked by `older_note`.
+CURRENT_ONLY = ("world",)
+
+
+def late(grid: str = "world", spec: StudySpec | None = None) -> list[str]:
+    """The grid's kept configurations that ran at older code (studies/currency.py)."""
+    spec = spec or study()
+    return [name for name in spec.configurations
+            if name.startswith(f"{grid}-") and spec.is_done(name) and older(study_drift(spec, name, PROJECT_ROOT))]
+
+
+def shown(grid: str, spec: StudySpec) -> Callable[[str], bool]:
+    """Whether a configuration's rows are in the grid's tables (CURRENT_ONLY)."""
+    hidden = set(late(grid, spec)) if grid in CURRENT_ONLY else set()
+    return lambda name: spec.is_done(name) and name not in hidden
+
+
 def runs(grid: str = "world", spec: StudySpec | None = None) -> dict[str, dict[int, dict]]:
     """arm -> seed -> the `world` section of its variant's evaluate metrics (kept runs only)."""
     spec, out = spec or study(), {}
+    keep = shown(grid, spec)
     for arm, declared in spec.grids[grid].arms.items():
         for seed in declared.seeds or spec.grids[grid].seeds:
             name = f"{grid}-{arm}-seed{seed}"
-            if spec.is_done(name):
+            if keep(name):
                 found = spec.metrics(name).get(f"metrics/evaluate/{declared.variants[0]}.json", {})
                 out.setdefault(arm, {})[seed] = found.get("world", {})
     return out
@@ -237,9 +257,11 @@ def states_table(grid: str = "world", spec: StudySpec | None = None) -> str:
     prior's; the event probe on the predicted ê_n against the oracle's gain (the ceiling from
     the prefix), the location probe against knowing which entity alone; coherence with
     predicted states minus random states, paired by seed."""
-    rows = []
-    for arm, seeds in trained_runs(grid, spec or study()).items():
-        if arm not in STATE_ARMS:
+    spec, rows = spec or study(), []
+    keep = shown(grid, spec)
+    for arm, seeds in trained_runs(grid, spec).items():
+        seeds = {seed: found for seed, found in seeds.items() if keep(f"{grid}-{arm}-seed{seed}")}
+        if arm not in STATE_ARMS or not seeds:
             continue
         batch, entity = lcl_over_seeds(seeds)
         oracle = over_seeds(seeds, lambda m: minus(probe_value(m, "oracle_event", "accuracy"),
@@ -327,14 +349,16 @@ def rules_table(grid: str = "world", spec: StudySpec | None = None) -> str:
 
 
 def older_note(grid: str = "world", spec: StudySpec | None = None) -> str:
-    """A line under a table of the grid naming its kept configurations that ran at older code
-    (studies/currency.py): their rows are what that code measured, until `--stale` reruns them."""
+    """A line under a table of the grid naming its kept configurations that ran at older code:
+    left out of the table (CURRENT_ONLY) or shown as that code measured them, until `--stale`
+    reruns them."""
     spec = spec or study()
-    late = [name for name in spec.configurations
-            if name.startswith(f"{grid}-") and spec.is_done(name) and older(study_drift(spec, name, PROJECT_ROOT))]
-    if not late:
+    names = late(grid, spec)
+    if not names:
         return ""
-    return f"\n\n_Ran at older code: {', '.join(late)} ({spec.folder.relative_to(PROJECT_ROOT)}/results.md: what changed)._"
+    how = "not in the table until rerun" if grid in CURRENT_ONLY else "shown as that code measured them"
+    return (f"\n\n_Ran at older code, {how}: {', '.join(names)} "
+            f"({spec.folder.relative_to(PROJECT_ROOT)}/results.md: what changed)._")
 
 
 def _current(table: Callable[[], str], grid: str = "world") -> Callable[[], str]:

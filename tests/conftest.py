@@ -11,6 +11,9 @@ import tarfile
 import zipfile
 from pathlib import Path
 
+# DVC binds its log handlers to sys.stdout / stderr when first imported: imported first inside a
+# test, they kept that test's captured streams, closed after it ("I/O operation on closed file")
+import dvc  # noqa: F401
 import pytest
 
 from eric.config import PROJECT_ROOT, load_params

@@ -175,11 +175,17 @@ def test_violations_fall_into_rule_families_per_parsed_unit(spec):
     assert sorted(families) == sorted(page.rules.RULES)  # every rule in exactly one family
 
 
-def test_tables_name_the_configurations_that_ran_at_older_code(spec, monkeypatch):
+def test_the_world_tables_leave_out_configurations_that_ran_at_older_code(spec, monkeypatch):
     assert page.older_note(spec=spec) == ""  # kept without a dvc.lock: nothing to compare
     monkeypatch.setattr(page, "study_drift", lambda spec, name, root: None if name.endswith("seed2") else object())
     monkeypatch.setattr(page, "older", lambda drift: drift is not None)
     monkeypatch.setattr(page, "PROJECT_ROOT", spec.folder.parent)
     note = page.older_note(spec=spec)
     assert "world-eric-seed1" in note and "world-bart-seed3" in note and "seed2" not in note
-    assert "fluency-" not in note and "fluency-bart-seed1" in page.older_note("fluency", spec=spec)
+    assert "not in the table" in note and "fluency-" not in note
+    # seed 2 alone is left: one seed, so no interval and no verdict
+    assert "| -0.100 | -0.100 | no: fewer than two seeds |" in _line(page.grounded_pairs(spec=spec), "ERIC − BART")
+    assert "| BART | 97.0 / 85.0 / 0.500 | 0.500 |" in page.seeds_table(spec=spec)
+    # the fluency grid's runs stay, marked as what the older code measured
+    assert "shown as that code measured them: fluency-bart-seed1" in page.older_note("fluency", spec=spec)
+    assert _line(page.fluency_curve(spec=spec), "BART")
