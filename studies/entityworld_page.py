@@ -63,7 +63,19 @@ CURRENT_ONLY = ("world",)
 
 def late(grid: str = "world", spec: StudySpec | None = None) -> list[str]:
     """The grid's kept configurations that ran at older code (studies/currency.py)."""
-    spec = spec or study()
+    if spec is None or spec is study():
+        return list(_late_in_study(grid))
+    return _late(grid, spec)
+
+
+@lru_cache(maxsize=None)
+def _late_in_study(grid: str) -> tuple[str, ...]:
+    """`late` of the study itself, once per process as `study()` is read once: every table of
+    a grid and the note under it ask, and each answer hashes the code every kept run read."""
+    return tuple(_late(grid, study()))
+
+
+def _late(grid: str, spec: StudySpec) -> list[str]:
     return [name for name in spec.configurations
             if name.startswith(f"{grid}-") and spec.is_done(name) and older(study_drift(spec, name, PROJECT_ROOT))]
 
