@@ -75,22 +75,38 @@ if fd is not None and not select.select([fd], [], [], 5)[0]:
 _watchdogs: list[subprocess.Popen] = []  # kept: a Popen collected while running warns
 
 
+class _OwnSession:
+    """`subprocess` as Prefect's server module sees it, except that Popen starts the server in
+    a session of its own: a Ctrl-C (SIGINT to the terminal's process group) or a `kill -- -pgid`
+    then reaches the stage, not its server. Sharing the group, the server died with the signal
+    and the stage spent about 150 s retrying to report its crash to it, printing tracebacks."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(subprocess, name)
+
+    @staticmethod
+    def Popen(*args: Any, **kwargs: Any) -> subprocess.Popen:  # noqa: N802 (subprocess's name)
+        return subprocess.Popen(*args, **kwargs, start_new_session=True)
+
+
 def stop_ephemeral_server_with_process() -> None:
     """Prefect's ephemeral server (a uvicorn child, SubprocessASGIServer) is stopped only
     by an atexit hook, so a killed stage or flow leaves it running, holding its port and the
     stage's stdout. Prefect offers no setting or preexec hook for that child, and
     PR_SET_PDEATHSIG would fire when the *thread* that started it ends (any of Prefect's
-    threads may), so each server started in this process gets a watchdog process.
-    A no-op with PREFECT_API_URL set: then no server module is even imported."""
+    threads may), so each server started in this process gets a watchdog process, and
+    starts in a session of its own (`_OwnSession`), out of reach of the signals sent to
+    the stage's group. A no-op with PREFECT_API_URL set: then no server module is even imported."""
     from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_ENABLED
 
     if PREFECT_API_URL.value() or not PREFECT_SERVER_EPHEMERAL_ENABLED.value() or os.name != "posix":
         return
-    from prefect.server.api.server import SubprocessASGIServer  # get_client imports it next anyway
+    from prefect.server.api import server as server_module  # get_client imports it next anyway
 
-    start = getattr(SubprocessASGIServer, "_run_uvicorn_command", None)
+    start = getattr(server_module.SubprocessASGIServer, "_run_uvicorn_command", None)
     if start is None or getattr(start, "eric_watched", False):
         return
+    server_module.subprocess = _OwnSession()  # its one Popen is the server's
 
     def run_uvicorn_command(self: Any) -> subprocess.Popen:
         server = start(self)  # every server: Prefect starts another if the port was taken
@@ -102,7 +118,13 @@ def stop_ephemeral_server_with_process() -> None:
         return server
 
     run_uvicorn_command.eric_watched = True  # type: ignore[attr-defined]
-    SubprocessASGIServer._run_uvicorn_command = run_uvicorn_command
+    server_module.SubprocessASGIServer._run_uvicorn_command = run_uvicorn_command
+
+
+def exit_interrupted(name: str) -> None:
+    """A Ctrl-C's one line (the flow has recorded its run as crashed) and the shell's status, 130."""
+    print(f"{name}: interrupted", file=sys.stderr)
+    sys.exit(130)
 
 
 def shell_exports() -> str:

@@ -24,7 +24,7 @@ from typing import Any
 
 import yaml
 
-from eric.env import apply_prefect_defaults, stop_ephemeral_server_with_process
+from eric.env import apply_prefect_defaults, exit_interrupted, stop_ephemeral_server_with_process
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 apply_prefect_defaults(PROJECT_ROOT)  # before Prefect is imported: it reads its settings once
@@ -325,4 +325,6 @@ if __name__ == "__main__":
         result = pipeline(**kwargs)
     except PipelineError as exc:
         sys.exit(f"eric-pipeline: {exc}")
+    except KeyboardInterrupt:
+        exit_interrupted("eric-pipeline")
     print(yaml.safe_dump({k: result[k] for k in ("command", "dvc_experiment", "variant_runs", "mlflow")}, sort_keys=False))

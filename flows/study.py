@@ -31,7 +31,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from pipeline import PROJECT_ROOT, pipeline  # noqa: E402  (sets the Prefect/MLflow environment first)
 from dvc_steps import OverrideError, PipelineError  # noqa: E402
-from eric.env import stop_ephemeral_server_with_process  # noqa: E402
+from eric.env import exit_interrupted, stop_ephemeral_server_with_process  # noqa: E402
 from prefect import flow, get_run_logger, task  # noqa: E402
 from prefect.cache_policies import NO_CACHE  # noqa: E402
 
@@ -118,6 +118,8 @@ def main(argv: list[str]) -> None:
         done = study(rel, args.only, args.force, args.stale)
     except (ValueError, OverrideError, PipelineError) as exc:
         sys.exit(f"eric-study: {exc}")
+    except KeyboardInterrupt:
+        exit_interrupted("eric-study")
     print(yaml.safe_dump(done, sort_keys=False), end="")
 
 

@@ -45,7 +45,7 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 if str(PROJECT_ROOT) not in sys.path[:1]:
     sys.path.insert(0, str(PROJECT_ROOT))
 
-from eric.env import apply_prefect_defaults, stop_ephemeral_server_with_process  # noqa: E402
+from eric.env import apply_prefect_defaults, exit_interrupted, stop_ephemeral_server_with_process  # noqa: E402
 
 apply_prefect_defaults(PROJECT_ROOT)  # before Prefect is imported: it reads its settings once
 
@@ -152,7 +152,8 @@ def _arity(stage: Flow) -> tuple[int, float]:
 
 def run_stage(stage: Flow, *errors: type[BaseException], argv: list[str] | None = None) -> Any:
     """`python stages/<name>.py [args...]`: the flow's positional parameters from the
-    command line; bad input (and a wrong command line) exits in one line.
+    command line; bad input (and a wrong command line) exits in one line, and so does a
+    Ctrl-C (exit status 130).
 
     Under a distributed launcher (deepspeed, torchrun) only rank 0 is a Prefect
     flow run; the other ranks run the same function without Prefect."""
@@ -167,6 +168,8 @@ def run_stage(stage: Flow, *errors: type[BaseException], argv: list[str] | None 
         return call(*args)
     except USER_ERRORS as exc:
         sys.exit(f"{stage.name}: {exc}")
+    except KeyboardInterrupt:
+        exit_interrupted(stage.name)
 
 
 PARENT_TASK_ENV = "ERIC_PREFECT_PARENT_TASK_RUN_ID"

@@ -1,8 +1,11 @@
-"""A stage killed with `kill -9` leaves no Prefect server behind.
+"""A stage killed with `kill -9` leaves no Prefect server behind, and one interrupted
+with a signal to its whole process group (Ctrl-C, `kill -- -pgid`) stops at once.
 
 Without PREFECT_API_URL a stage's flow starts Prefect's temporary server as a child
 process (stages/_flow.py); SIGKILL gives the stage no chance to stop it, so a watchdog
-must. A real stage-like script goes through run_stage's ephemeral path here."""
+must. The server runs in a session of its own (eric/env.py `_OwnSession`): sharing the
+stage's group, it died with the group's signal and the stage spent about 150 s retrying to
+report its crash to it. A real stage-like script goes through run_stage's ephemeral path here."""
 
 from __future__ import annotations
 
@@ -11,13 +14,16 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import psutil
+import pytest
 
 from eric.config import PROJECT_ROOT
 
 STAGE = """\
-import sys, time
+import signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal: a runner may ignore it
 sys.path.insert(0, {stages!r})
 from _flow import run_stage, stage_flow
 
@@ -45,21 +51,39 @@ def servers(stage: psutil.Process) -> list[psutil.Process]:
     return found
 
 
-def test_a_killed_stage_leaves_no_prefect_server_running(tmp_path):
+def start_stage(tmp_path) -> tuple[subprocess.Popen, psutil.Process, Path]:
+    """The stage-like script in a session of its own (its group is the one a terminal would
+    signal), once its flow runs."""
     script = tmp_path / "sleepy.py"
     script.write_text(STAGE.format(stages=str(PROJECT_ROOT / "stages")))
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}  # ephemeral mode
     log = tmp_path / "stage.log"
     with log.open("w") as out:
-        proc = subprocess.Popen([sys.executable, str(script)], cwd=tmp_path, env=env, stdout=out, stderr=subprocess.STDOUT)
-    stage = psutil.Process(proc.pid)
+        proc = subprocess.Popen([sys.executable, str(script)], cwd=tmp_path, env=env, stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + 150  # the server's start-up: 8-30 s on 2 busy cores, up to its 120 s timeout
+    while "in the flow" not in log.read_text():
+        assert proc.poll() is None, log.read_text()
+        assert time.monotonic() < deadline, log.read_text()
+        time.sleep(0.2)
+    return proc, psutil.Process(proc.pid), log
+
+
+def stop(proc: subprocess.Popen, started: list[psutil.Process]) -> None:
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+    for child in started:
+        try:
+            child.kill()
+        except psutil.Error:
+            pass
+
+
+def test_a_killed_stage_leaves_no_prefect_server_running(tmp_path):
+    proc, stage, _ = start_stage(tmp_path)
     started: list[psutil.Process] = []
     try:
-        deadline = time.monotonic() + 150  # the server's start-up: 8-30 s on 2 busy cores, up to its 120 s timeout
-        while "in the flow" not in log.read_text():
-            assert proc.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, log.read_text()
-            time.sleep(0.2)
         started = stage.children(recursive=True)  # the server, and whatever else the stage started
         server = servers(stage)
         assert len(server) == 1, [p.cmdline() for p in started]
@@ -71,11 +95,28 @@ def test_a_killed_stage_leaves_no_prefect_server_running(tmp_path):
         _, helpers = psutil.wait_procs(started, timeout=5)
         assert not helpers, [p.cmdline() for p in helpers]  # nor anything else it started
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        for child in started:
-            try:
-                child.kill()
-            except psutil.Error:
-                pass
+        stop(proc, started)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "term"])
+def test_a_stage_interrupted_with_its_group_stops_at_once_and_takes_its_server(tmp_path, sig):
+    proc, stage, log = start_stage(tmp_path)
+    started = stage.children(recursive=True)
+    try:
+        server = servers(stage)
+        assert len(server) == 1, [p.cmdline() for p in started]
+
+        os.killpg(proc.pid, sig)  # what Ctrl-C does to the terminal's foreground group
+        code = proc.wait(timeout=60)  # sharing the group, the server died first: about 150 s of retries
+        text = log.read_text()
+        assert "Error logging to API" not in text and "Connection refused" not in text, text
+        assert "Crash detected" in text, text  # the server lived to record it
+        if sig == signal.SIGINT:
+            assert code == 130 and "stage-sleepy: interrupted\n" in text, text
+            assert "Traceback" not in text, text
+        else:
+            assert code == -signal.SIGTERM, text  # Prefect re-raises it once the crash is recorded
+        _, alive = psutil.wait_procs(server, timeout=15)
+        assert not alive, "the interrupted stage's Prefect server still runs"
+    finally:
+        stop(proc, started)
