@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 
 import psutil
-import pytest
 
 from eric.config import PROJECT_ROOT
 
@@ -98,24 +97,21 @@ def test_a_killed_stage_leaves_no_prefect_server_running(tmp_path):
         stop(proc, started)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "term"])
-def test_a_stage_interrupted_with_its_group_stops_at_once_and_takes_its_server(tmp_path, sig):
+def test_a_ctrl_c_to_the_stages_group_stops_it_at_once_and_takes_its_server(tmp_path):
+    """SIGINT to the whole group, as a terminal sends it (a `kill -- -pgid` with SIGTERM takes the
+    same path to the server: it is not in the group; the watchdog then stops it, as above)."""
     proc, stage, log = start_stage(tmp_path)
     started = stage.children(recursive=True)
     try:
         server = servers(stage)
         assert len(server) == 1, [p.cmdline() for p in started]
 
-        os.killpg(proc.pid, sig)  # what Ctrl-C does to the terminal's foreground group
+        os.killpg(proc.pid, signal.SIGINT)
         code = proc.wait(timeout=60)  # sharing the group, the server died first: about 150 s of retries
         text = log.read_text()
         assert "Error logging to API" not in text and "Connection refused" not in text, text
         assert "Crash detected" in text, text  # the server lived to record it
-        if sig == signal.SIGINT:
-            assert code == 130 and "stage-sleepy: interrupted\n" in text, text
-            assert "Traceback" not in text, text
-        else:
-            assert code == -signal.SIGTERM, text  # Prefect re-raises it once the crash is recorded
+        assert code == 130 and "stage-sleepy: interrupted\n" in text and "Traceback" not in text, text
         _, alive = psutil.wait_procs(server, timeout=15)
         assert not alive, "the interrupted stage's Prefect server still runs"
     finally:
