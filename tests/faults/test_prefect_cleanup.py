@@ -38,10 +38,10 @@ if __name__ == "__main__":
 """
 
 
-def servers(stage: psutil.Process) -> list[psutil.Process]:
-    """The stage's Prefect server: uvicorn serving prefect's app."""
+def servers(processes: list[psutil.Process]) -> list[psutil.Process]:
+    """The stage's Prefect server among its processes: uvicorn serving prefect's app."""
     found = []
-    for child in stage.children(recursive=True):
+    for child in processes:
         try:
             if "uvicorn" in child.cmdline():
                 found.append(child)
@@ -50,9 +50,9 @@ def servers(stage: psutil.Process) -> list[psutil.Process]:
     return found
 
 
-def start_stage(tmp_path) -> tuple[subprocess.Popen, psutil.Process, Path]:
+def start_stage(tmp_path) -> tuple[subprocess.Popen, list[psutil.Process], list[psutil.Process], Path]:
     """The stage-like script in a session of its own (its group is the one a terminal would
-    signal), once its flow runs."""
+    signal), once its flow runs: (the stage, every process it started, its one server, its log)."""
     script = tmp_path / "sleepy.py"
     script.write_text(STAGE.format(stages=str(PROJECT_ROOT / "stages")))
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}  # ephemeral mode
@@ -65,7 +65,12 @@ def start_stage(tmp_path) -> tuple[subprocess.Popen, psutil.Process, Path]:
         assert proc.poll() is None, log.read_text()
         assert time.monotonic() < deadline, log.read_text()
         time.sleep(0.2)
-    return proc, psutil.Process(proc.pid), log
+    started = psutil.Process(proc.pid).children(recursive=True)  # the server, and whatever else the stage started
+    server = servers(started)
+    if len(server) != 1:
+        stop(proc, started)
+        raise AssertionError([p.cmdline() for p in started])
+    return proc, started, server, log
 
 
 def stop(proc: subprocess.Popen, started: list[psutil.Process]) -> None:
@@ -80,16 +85,11 @@ def stop(proc: subprocess.Popen, started: list[psutil.Process]) -> None:
 
 
 def test_a_killed_stage_leaves_no_prefect_server_running(tmp_path):
-    proc, stage, _ = start_stage(tmp_path)
-    started: list[psutil.Process] = []
+    proc, started, server, _ = start_stage(tmp_path)
     try:
-        started = stage.children(recursive=True)  # the server, and whatever else the stage started
-        server = servers(stage)
-        assert len(server) == 1, [p.cmdline() for p in started]
-
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
-        gone, alive = psutil.wait_procs(server, timeout=15)
+        _, alive = psutil.wait_procs(server, timeout=15)
         assert not alive, "the killed stage's Prefect server still runs"
         _, helpers = psutil.wait_procs(started, timeout=5)
         assert not helpers, [p.cmdline() for p in helpers]  # nor anything else it started
@@ -100,12 +100,8 @@ def test_a_killed_stage_leaves_no_prefect_server_running(tmp_path):
 def test_a_ctrl_c_to_the_stages_group_stops_it_at_once_and_takes_its_server(tmp_path):
     """SIGINT to the whole group, as a terminal sends it (a `kill -- -pgid` with SIGTERM takes the
     same path to the server: it is not in the group; the watchdog then stops it, as above)."""
-    proc, stage, log = start_stage(tmp_path)
-    started = stage.children(recursive=True)
+    proc, started, server, log = start_stage(tmp_path)
     try:
-        server = servers(stage)
-        assert len(server) == 1, [p.cmdline() for p in started]
-
         os.killpg(proc.pid, signal.SIGINT)
         code = proc.wait(timeout=60)  # sharing the group, the server died first: about 150 s of retries
         text = log.read_text()
