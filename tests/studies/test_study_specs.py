@@ -29,3 +29,12 @@ def test_a_configuration_gives_valid_params(spec, name):
 def test_an_override_of_a_setting_that_does_not_exist_is_refused():
     with pytest.raises(ParamsError):
         load_params(PROJECT_ROOT / "params.yaml", {"train.no_such_setting": 1})
+
+
+@pytest.mark.parametrize("spec", all_studies(PROJECT_ROOT), ids=lambda s: s.name)
+def test_a_studys_outputs_hold_only_its_kept_configurations(spec):
+    """What a mistaken copy leaves beside the configurations (a run's files at outputs/ itself)
+    no page reads, so nothing else would notice it."""
+    entries = sorted(spec.outputs.iterdir()) if spec.outputs.is_dir() else []
+    strays = [p.name for p in entries if p.name not in spec.configurations or not spec.is_done(p.name)]
+    assert not strays, f"{spec.outputs}: not a kept configuration: {strays}"
