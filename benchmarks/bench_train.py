@@ -29,6 +29,7 @@ from eric.train.ds_config import apply_precision, read_config
 from eric.train.engine import build_optimizer
 from eric.train.loop import LoopSettings, Trainer
 from eric.train.runtime import bf16_supported, device_kind
+from bench_model import plain_step
 from record import record
 
 SIZES = {  # the tiny preset of the embedded default, and bart-base dimensions
@@ -71,14 +72,7 @@ def plain_loop(args, examples, clock) -> list[float]:
     for step in range(args.steps):
         rows = examples[step * args.batch:(step + 1) * args.batch]
         batch = {k: v.to(device) for k, v in collate(rows).items()}
-        with torch.autocast(device, dtype=torch.bfloat16, enabled=use_bf16(args.precision)):
-            loss = model(**batch).loss
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        scheduler.step()
-        optimizer.zero_grad(set_to_none=True)
-        loss.item()
+        plain_step(model, batch, optimizer, scheduler, device, use_bf16(args.precision))
         if device == "cuda":
             torch.cuda.synchronize()
         marks.append(clock())
@@ -124,6 +118,8 @@ def main() -> None:
                         help="process: CPU seconds of this process (robust on a shared host)")
     parser.add_argument("--threads", type=int, default=None, help="torch threads")
     args = parser.parse_args()
+    if args.steps <= args.warmup:
+        parser.error(f"--steps ({args.steps}) must exceed --warmup ({args.warmup}): the warm-up steps are not timed")
     if args.threads:
         torch.set_num_threads(args.threads)
 

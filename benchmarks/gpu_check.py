@@ -53,7 +53,8 @@ from torch.utils.flop_counter import FlopCounterMode
 from transformers import BartForConditionalGeneration
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_model import SENT, bart_config, eric_config, generate, sample_key, synthetic_batch  # noqa: E402
+from bench_model import (  # noqa: E402
+    SENT, bart_config, eric_config, generate, plain_step, sample_key, synthetic_batch)
 
 from eric.model import EricForConditionalGeneration  # noqa: E402
 from eric.config import DECODE_STEPS  # noqa: E402
@@ -127,14 +128,7 @@ def plain_loop(name: str, data: list[dict], args, bf16: bool, model: torch.nn.Mo
     for batch in batches:
         synchronize()
         start = time.perf_counter()
-        with torch.autocast(device, dtype=torch.bfloat16, enabled=bf16):
-            loss = model(**batch).loss
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        scheduler.step()
-        optimizer.zero_grad(set_to_none=True)
-        loss.item()
+        plain_step(model, batch, optimizer, scheduler, device, bf16)
         synchronize()
         durations.append(time.perf_counter() - start)
     return {"seconds": durations, "peak_gib": peak_gib(), "flops": flops}
