@@ -205,18 +205,21 @@ def final_table(grid: str = "world", spec: StudySpec | None = None) -> str:
 
 def seeds_table(grid: str = "world", form: str = "stage_one", spec: StudySpec | None = None) -> str:
     """Per arm and seed: parse %, grounded %, state violations per grounded unit; the means of
-    the grounded rate and of the rate standardized to the world's event mix."""
+    the grounded rate, of the rate standardized to the world's event mix, and of how far the
+    kinds of the arm's grounded units are from that mix (total variation distance)."""
     rows = []
     for arm, seeds in runs(grid, spec).items():
         cells = [" / ".join([fmt(rate(w, "parse_rate", form), pct=True), fmt(rate(w, "grounded_share", form), pct=True),
                              fmt(rate(w, "grounded_state_violation_rate", form))]) for w in seeds.values()]
         grounded = seed_interval(list(by_seed(seeds, "grounded_state_violation_rate", form).values()))
         mixed = seed_interval(list(by_seed(seeds, "state_violation_rate_at_world_mix", form).values()))
-        rows.append([NAMES.get(arm, arm), "; ".join(cells), grounded.format(3), mixed.format(3)])
+        distance = seed_interval(list(by_seed(seeds, "event_mix_distance", form).values()))
+        rows.append([NAMES.get(arm, arm), "; ".join(cells), grounded.format(3), mixed.format(3), distance.format(3)])
     if not rows:
         return NONE_YET
     return markdown_table(["arm", "per seed: parse % / grounded % / state viol. per grounded unit",
-                           "state viol. / grounded unit", "state viol. / grounded unit at the world's event mix"], rows)
+                           "state viol. / grounded unit", "state viol. / grounded unit at the world's event mix",
+                           "event-mix distance"], rows)
 
 
 def paired(a: dict[int, float | None], b: dict[int, float | None]) -> list[float]:
@@ -324,16 +327,33 @@ def writer_table(grid: str = "fluency", spec: StudySpec | None = None) -> str:
 def scene_blind(seed: int = 42, stories: int = 200) -> str:
     """The line a writer that ignores its scene reaches: the world's own stories (the world
     profile's seed, the generator's cast and length) each checked against the next story's
-    scene, beside their own (eric/evaluate/world_lines.py `scene_blind_rates`)."""
+    scene, beside their own (eric/evaluate/world_lines.py `scene_blind_rates`); its state
+    violations at the world's event mix, as the grid's arms are read (the evaluate stage's mix)."""
     from eric.evaluate.world_lines import scene_blind_rates
 
-    found = scene_blind_rates(seed, stories)
+    cast, events = (3, 8), 15  # the generator's, as the world profile draws its stories
+    found, mixed = scene_blind_rates(seed, stories, cast, events), _scene_blind_at_world_mix(seed, stories, cast, events)
     rows = [[label, fmt(found[key]["grounding_rate"]), fmt(found[key]["grounded_share"], pct=True),
-             fmt(found[key]["grounded_state_violation_rate"])]
+             fmt(found[key]["grounded_state_violation_rate"]), fmt(mixed[key]["state_violation_rate_at_world_mix"]),
+             fmt(mixed[key]["event_mix_distance"])]
             for key, label in (("next", f"{stories} stories of the world, each read against the next story's scene"),
                                ("own", "the same stories, each against its own scene"))]
-    return markdown_table(["texts", "grounding viol. / parsed unit", "grounded % of parsed",
-                           "state viol. / grounded unit"], rows)
+    return markdown_table(["texts", "grounding viol. / parsed unit", "grounded % of parsed", "state viol. / grounded unit",
+                           "at the world's event mix", "event-mix distance"], rows)
+
+
+def _scene_blind_at_world_mix(seed: int, stories: int, cast: tuple[int, int], events: int) -> dict[str, dict]:
+    """world_mix.standardized of the scene-blind line's two readings (the same stories and
+    scenes as scene_blind_rates), at the mix the evaluate stage uses (params.yaml)."""
+    from eric.config import load_params
+    from eric.evaluate.world_mix import kind_columns, standardized, world_mix
+    from eric.world.checker import check_story
+    from eric.world.generate import generate_stories
+
+    mix = world_mix(seed, load_params(PROJECT_ROOT / "params.yaml").evaluate.world.mix_stories, cast, events)
+    drawn = list(generate_stories(seed, stories, cast, events))
+    return {name: standardized(kind_columns([check_story(o.scene, s.units) for s, o in zip(drawn, scenes)]), mix)
+            for name, scenes in (("next", drawn[1:] + drawn[:1]), ("own", drawn))}
 
 
 def family_rates(by_rule: dict[str, int], parsed: int) -> dict[str, float | None]:

@@ -15,6 +15,7 @@ from studies.spec import RUN_FILE, load_study
 def _world(parse: float, grounding: float, share: float, grounded_rate: float) -> dict:
     stage = {"parse_rate": parse, "grounding_rate": grounding, "grounded_share": share,
              "grounded_state_violation_rate": grounded_rate, "state_violation_rate_at_world_mix": grounded_rate / 2,
+             "event_mix_distance": grounding,
              "parsed": 200, "by_rule": {"unknown_place": round(grounding * 200), "not_together": round(grounded_rate * 100),
                                         "wrong_place": round(grounded_rate * 60), "dead_character": 10}}
     return {"world": {"stage_one": stage, "final": {**stage, "grounded_state_violation_rate": grounded_rate + 0.1}}}
@@ -62,6 +63,7 @@ def test_fluency_needs_all_three_lines(spec):
 def test_per_seed_rates_and_their_means(spec):
     table = page.seeds_table(spec=spec)
     assert "| BART | 97.0 / 85.0 / 0.490; 97.0 / 85.0 / 0.500; 97.0 / 85.0 / 0.510 | 0.500 [0.475, 0.525] | 0.250 [" in table
+    assert _line(table, "BART").endswith("| 0.050 [0.050, 0.050] |")  # how far its kinds are from the world's mix
 
 
 def test_verdicts_are_paired_by_seed_and_need_the_interval_to_exclude_zero(spec):
@@ -107,7 +109,12 @@ def test_the_grid_final_table_reads_the_two_stage_texts_of_every_seed(spec):
 def test_the_scene_blind_line_renders_beside_the_own_scene_row():
     table = page.scene_blind(seed=3, stories=20)
     blind, own = _line(table, "20 stories"), _line(table, "the same")
-    assert own.endswith("| 0.000 | 100.0 | 0.000 |") and not blind.endswith("| 0.000 | 100.0 | 0.000 |")
+    assert "| 0.000 | 100.0 | 0.000 | 0.000 |" in own and "| 0.000 | 100.0 |" not in blind
+    # at the world's event mix too, as the arms are read: what the other scene grounds is
+    # mostly one-character events, far further from the world's mix than its own stories
+    *_, rate, distance = (float(cell) for cell in blind.strip("| ").split(" | ")[1:])
+    own_distance = float(own.strip("| ").split(" | ")[-1])
+    assert rate > 0.2 and distance > own_distance + 0.2
 
 
 def test_the_writer_table_reads_the_two_stage_runs_final_texts_per_unit_and_per_mention(tmp_path):
