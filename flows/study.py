@@ -1,6 +1,6 @@
 """A study: one published table, rerun with one command.
 
-    python flows/study.py studies/<name> [--only CONFIG ...] [--stale | --force]
+    python flows/study.py studies/<name> [--only CONFIG ...] [--seed N ...] [--stale | --force]
 
 or `prefect deployment run eric-study/study --param study=studies/baselines`.
 `studies/<name>/study.yaml` declares its configurations (params overrides, a profile,
@@ -56,16 +56,16 @@ def _record(spec: StudySpec, name: str, result: dict[str, Any]) -> None:
 
 
 @flow(name="eric-study", persist_result=False)
-def study(study: str, only: list[str] | None = None, force: bool = False, stale: bool = False) -> dict[str, str]:
-    """Run what is missing of a study, keep its outputs, render its pages. `stale`: rerun too
-    the kept configurations whose code or settings changed since (studies/currency.py);
-    `force`: rerun every configuration."""
+def study(study: str, only: list[str] | None = None, force: bool = False, stale: bool = False,
+          seeds: list[int] | None = None) -> dict[str, str]:
+    """Run what is missing of a study (or of the configurations `only` names, of the `seeds`
+    given), keep its outputs, render its pages. `stale`: rerun too the kept configurations
+    whose code or settings changed since (studies/currency.py); `force`: rerun every one."""
     logger = get_run_logger()
     spec = load_study(PROJECT_ROOT / study)
     done: dict[str, str] = {}
-    for name, config in spec.configurations.items():
-        if only and name not in only:
-            continue
+    for name in spec.select(only, seeds):
+        config = spec.configurations[name]
         if not force and spec.is_done(name):
             drift = study_drift(spec, name, PROJECT_ROOT)
             if not (stale and older(drift)):
@@ -108,6 +108,8 @@ def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description="Rerun a study (what is missing) and render its pages.")
     parser.add_argument("study", help="a folder under studies/, e.g. studies/baselines")
     parser.add_argument("--only", action="append", help="this configuration only (repeatable)")
+    parser.add_argument("--seed", action="append", type=int, help="the configurations of this seed only (repeatable): "
+                        "a grid's arms, in study.yaml's order")
     parser.add_argument("--stale", action="store_true", help="rerun kept configurations that ran at older code")
     parser.add_argument("--force", action="store_true", help="rerun configurations whose outputs exist")
     args = parser.parse_args(argv)
@@ -115,7 +117,8 @@ def main(argv: list[str]) -> None:
     path = Path(args.study).resolve()
     try:
         rel = str(path.relative_to(PROJECT_ROOT))
-        done = study(rel, args.only, args.force, args.stale)
+        load_study(path).select(args.only, args.seed)  # a name or seed that selects nothing: one line, before any run
+        done = study(rel, args.only, args.force, args.stale, args.seed)
     except (ValueError, OverrideError, PipelineError) as exc:
         sys.exit(f"eric-study: {exc}")
     except KeyboardInterrupt:

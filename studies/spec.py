@@ -105,6 +105,19 @@ class StudySpec(BaseModel):
     def outputs(self) -> Path:
         return self.folder / "outputs"
 
+    def select(self, only: list[str] | None = None, seeds: list[int] | None = None) -> list[str]:
+        """The configurations to run, in the order study.yaml declares them: those `only` names
+        (each must be one), of the `seeds` given (a configuration's `seed` setting); all by default."""
+        unknown = sorted(set(only or ()) - set(self.configurations))
+        if unknown:
+            raise ValueError(f"{self.name}: no configuration {', '.join(unknown)} (study.yaml declares them)")
+        names = [name for name, config in self.configurations.items()
+                 if (not only or name in only) and (not seeds or config.set.get("seed") in seeds)]
+        if not names:
+            raise ValueError(f"{self.name}: no configuration of seed {', '.join(map(str, seeds or ()))}"
+                             f"{' among ' + ', '.join(only) if only else ''}")
+        return names
+
     def is_done(self, configuration: str) -> bool:
         return (self.outputs / configuration / RUN_FILE).is_file()
 

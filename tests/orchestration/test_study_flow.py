@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -96,3 +98,28 @@ def test_a_grid_study_runs_each_arm_and_seed_as_a_configuration(tmp_path, monkey
         assert study_flow.study.fn(str(folder)) == {"w-eric-seed1": "ran", "w-eric-seed2": "ran"}
     assert [(c["profile"], c["overrides"], c["variants"]) for c in calls] == [
         ("world", {"train.max_steps": 3, "seed": 1}, ["eric"]), ("world", {"train.max_steps": 3, "seed": 2}, ["eric"])]
+
+
+def test_a_seed_selects_its_configurations_and_a_name_or_seed_that_selects_nothing_is_refused(tmp_path, monkeypatch):
+    folder = tmp_path / "studies" / "grid"
+    folder.mkdir(parents=True)
+    (folder / "study.yaml").write_text("title: Grid\ngrids:\n  w:\n    seeds: [1, 2]\n"
+                                       "    arms: {eric: {variants: [eric]}, bart: {variants: [bart]}}\n")
+    calls = fake_runs(monkeypatch)
+    with disable_run_logger():  # one seed, its arms in study.yaml's order
+        assert study_flow.study.fn(str(folder), seeds=[2]) == {"w-eric-seed2": "ran", "w-bart-seed2": "ran"}
+        assert study_flow.study.fn(str(folder), only=["w-bart-seed1"], seeds=[1]) == {"w-bart-seed1": "ran"}
+        for only, seeds, message in ((["w-eric-seed3"], None, "grid: no configuration w-eric-seed3 (study.yaml"),
+                                     (None, [3], "grid: no configuration of seed 3"),
+                                     (["w-eric-seed1"], [2], "grid: no configuration of seed 2 among w-eric-seed1")):
+            with pytest.raises(ValueError, match=re.escape(message)):  # not a silent run of nothing
+                study_flow.study.fn(str(folder), only=only, seeds=seeds)
+    assert len(calls) == 3
+
+
+def test_the_command_refuses_a_configuration_the_study_lacks_in_one_line():
+    done = subprocess.run([sys.executable, str(study_flow.PROJECT_ROOT / "flows" / "study.py"), "studies/entityworld",
+                           "--only", "world-eric-seed9"], cwd=study_flow.PROJECT_ROOT, capture_output=True, text=True,
+                          timeout=300)  # fmt: skip
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.strip() == "eric-study: entityworld: no configuration world-eric-seed9 (study.yaml declares them)"
