@@ -88,12 +88,17 @@ def test_pages_are_rendered_by_a_process_of_their_own_and_a_failure_loses_nothin
     assert seen[0] == ([study_flow.sys.executable, "-m", "studies.render"], study_flow.PROJECT_ROOT)
 
 
-def test_a_grid_study_runs_each_arm_and_seed_as_a_configuration(tmp_path, monkeypatch):
+def grid_study(tmp_path, monkeypatch, grid: str) -> tuple[Path, list[dict]]:
+    """A study `grid` of one grid `w` (its YAML body), and the pipeline calls it makes."""
     folder = tmp_path / "studies" / "grid"
     folder.mkdir(parents=True)
-    (folder / "study.yaml").write_text("title: Grid\ngrids:\n  w:\n    profile: world\n    set: {train.max_steps: 3}\n"
-                                       "    seeds: [1, 2]\n    arms: {eric: {variants: [eric]}}\n")
-    calls = fake_runs(monkeypatch)
+    (folder / "study.yaml").write_text(f"title: Grid\ngrids:\n  w:\n{grid}")
+    return folder, fake_runs(monkeypatch)
+
+
+def test_a_grid_study_runs_each_arm_and_seed_as_a_configuration(tmp_path, monkeypatch):
+    folder, calls = grid_study(tmp_path, monkeypatch, "    profile: world\n    set: {train.max_steps: 3}\n"
+                                                      "    seeds: [1, 2]\n    arms: {eric: {variants: [eric]}}\n")
     with disable_run_logger():
         assert study_flow.study.fn(str(folder)) == {"w-eric-seed1": "ran", "w-eric-seed2": "ran"}
     assert [(c["profile"], c["overrides"], c["variants"]) for c in calls] == [
@@ -101,11 +106,8 @@ def test_a_grid_study_runs_each_arm_and_seed_as_a_configuration(tmp_path, monkey
 
 
 def test_a_seed_selects_its_configurations_and_a_name_or_seed_that_selects_nothing_is_refused(tmp_path, monkeypatch):
-    folder = tmp_path / "studies" / "grid"
-    folder.mkdir(parents=True)
-    (folder / "study.yaml").write_text("title: Grid\ngrids:\n  w:\n    seeds: [1, 2]\n"
-                                       "    arms: {eric: {variants: [eric]}, bart: {variants: [bart]}}\n")
-    calls = fake_runs(monkeypatch)
+    folder, calls = grid_study(tmp_path, monkeypatch,
+                               "    seeds: [1, 2]\n    arms: {eric: {variants: [eric]}, bart: {variants: [bart]}}\n")
     with disable_run_logger():  # one seed, its arms in study.yaml's order
         assert study_flow.study.fn(str(folder), seeds=[2]) == {"w-eric-seed2": "ran", "w-bart-seed2": "ran"}
         assert study_flow.study.fn(str(folder), only=["w-bart-seed1"], seeds=[1]) == {"w-bart-seed1": "ran"}
