@@ -127,7 +127,6 @@ def train_step(model, optimizer, batch, bf16: bool) -> float:
     return CLOCK() - start
 
 
-
 def plain_step(model, batch, optimizer, scheduler, device: str, bf16: bool) -> None:
     """One step of the hand-written reference loop the Trainer is measured against: autocast
     forward, backward, clipping at 1.0, AdamW, the schedule; reading the loss waits for it."""
@@ -139,6 +138,7 @@ def plain_step(model, batch, optimizer, scheduler, device: str, bf16: bool) -> N
     scheduler.step()
     optimizer.zero_grad(set_to_none=True)
     loss.item()
+
 
 SENTENCE_ENCODER_PASS: list[float] = []  # forward + backward alone, per sentence_encoder_step call
 
