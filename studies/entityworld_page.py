@@ -15,7 +15,7 @@ from collections.abc import Callable
 from functools import lru_cache
 
 from eric.config import PROJECT_ROOT
-from eric.evaluate.intervals import Interval, seed_interval
+from eric.evaluate.intervals import Interval, paired_ratio_difference, seed_interval
 from eric.evaluate.intervals import fmt_value as fmt
 from eric.evaluate.report import markdown_table
 from eric.world import world as rules
@@ -236,8 +236,10 @@ def verdict(found: Interval) -> str:
     return "yes: A breaks more" if found.low > 0 else "no"
 
 
-def pairs_table(rates: dict[str, dict[int, float | None]], pairs=PAIRS, names=NAMES) -> str:
-    """A - B per seed of a per-arm rate, its mean with the t-interval over seeds, the verdict."""
+def pairs_table(rates: dict[str, dict[int, float | None]], pairs=PAIRS, names=NAMES,
+                story_view: Callable[[str, str], str] | None = None) -> str:
+    """A - B per seed of a per-arm rate, its mean with the t-interval over seeds, the verdict;
+    with `story_view`, a last column of its cell for (A, B) (the secondary view)."""
     rows = []
     for a, b in pairs:
         if a not in rates or b not in rates:
@@ -245,16 +247,50 @@ def pairs_table(rates: dict[str, dict[int, float | None]], pairs=PAIRS, names=NA
         diffs = paired(rates[a], rates[b])
         found = seed_interval(diffs)
         rows.append([f"{names.get(a, a)} − {names.get(b, b)}", ", ".join(f"{d:+.3f}" for d in diffs) or "–",
-                     found.format(3), verdict(found)])
+                     found.format(3), verdict(found), *([story_view(a, b)] if story_view else [])])
     if not rows:
         return NONE_YET
-    return markdown_table(["A − B", "per seed", "mean [95% t-interval over seeds]", "interval excludes 0"], rows)
+    return markdown_table(["A − B", "per seed", "mean [95% t-interval over seeds]", "interval excludes 0",
+                           *([STORY_VIEW] if story_view else [])], rows)
+
+
+STORY_VIEW = "pooled over those seeds [95% story bootstrap] (secondary)"
+
+
+def _stories(world: dict, form: str) -> dict[str, tuple[int, int]]:
+    """story id -> (state violations, units) over its grounded units; empty without per-story lists."""
+    found = (world.get("stories") or {})
+    if not found.get(form):
+        return {}
+    return dict(zip(found["id"], zip(found[form]["grounded_state_violations"], found[form]["grounded"])))
+
+
+def story_columns(a: dict[int, dict], b: dict[int, dict], form: str = "stage_one") -> list[list[list[int]]]:
+    """A's and B's grounded-rate numerators and denominators, each story x seed (the seeds both
+    have per-story lists for), rows matched by story id (every arm and seed writes the same
+    test stories): the arguments of `paired_ratio_difference`."""
+    kept = {s: (_stories(a[s], form), _stories(b[s], form)) for s in sorted(set(a) & set(b))}
+    kept = {s: pair for s, pair in kept.items() if all(pair)}
+    ids = sorted(set.intersection(*(set(t) for pair in kept.values() for t in pair))) if kept else []
+    return [[[pair[arm][i][part] for pair in kept.values()] for i in ids] for arm in (0, 1) for part in (0, 1)]
+
+
+def story_bootstrap(a: dict[int, dict], b: dict[int, dict], form: str = "stage_one") -> str:
+    """A - B of state violations per grounded unit pooled over the seeds both have, with the
+    paired bootstrap over test stories (eric/evaluate/intervals.py): the noise of the inputs
+    only, so the secondary view; the verdict reads the interval over seeds."""
+    columns = story_columns(a, b, form)
+    found = paired_ratio_difference(*columns) if columns[0] else None
+    if found is None or found.difference is None:
+        return "–"
+    return Interval(found.difference, found.low, found.high).format(3)
 
 
 def grounded_pairs(grid: str = "world", form: str = "stage_one", spec: StudySpec | None = None) -> str:
-    """Paired differences of state violations per grounded unit (PAIRS)."""
+    """Paired differences of state violations per grounded unit (PAIRS), and the story bootstrap."""
     found = runs(grid, spec)
-    return pairs_table({arm: by_seed(seeds, "grounded_state_violation_rate", form) for arm, seeds in found.items()})
+    return pairs_table({arm: by_seed(seeds, "grounded_state_violation_rate", form) for arm, seeds in found.items()},
+                       story_view=lambda a, b: story_bootstrap(found[a], found[b], form))
 
 
 def _line(seeds: dict[int, dict], candidates: str, critic: str) -> Interval:

@@ -69,13 +69,27 @@ def test_per_seed_rates_and_their_means(spec):
 def test_verdicts_are_paired_by_seed_and_need_the_interval_to_exclude_zero(spec):
     table = page.grounded_pairs(spec=spec)
     eric_bart = _line(table, "ERIC − BART")
-    assert "| -0.110, -0.100, -0.090 | -0.100 [-0.125, -0.075] | yes: A breaks fewer |" in eric_bart
+    assert "| -0.110, -0.100, -0.090 | -0.100 [-0.125, -0.075] | yes: A breaks fewer | – |" in eric_bart  # no stories kept
     no_state = _line(table, "ERIC − ERIC w/o s_n")
-    assert "| -0.030, +0.000 |" in no_state and no_state.endswith("| no |")  # seeds 1 and 2 only; spans 0
+    assert "| -0.030, +0.000 |" in no_state and no_state.endswith("| no | – |")  # seeds 1 and 2 only; spans 0
     final = page.grounded_pairs(form="final", spec=spec)
     assert "| -0.100 [-0.125, -0.075] |" in _line(final, "ERIC − BART")  # both +0.1 on the final texts
     assert page.verdict(page.seed_interval([0.1])) == "no: fewer than two seeds"
     assert page.verdict(page.seed_interval([0.1, 0.2, 0.15])) == "yes: A breaks more"
+
+
+def test_the_story_bootstrap_pools_the_seeds_both_arms_have_and_matches_stories_by_id():
+    def world(ids, violations, grounded):
+        return {"stories": {"id": ids, "stage_one": {"grounded_state_violations": violations, "grounded": grounded}}}
+    ids = [f"s{k}" for k in range(6)]
+    a = {1: world(ids, [1, 2, 1, 2, 1, 2], [4] * 6), 2: world(ids, [2] * 6, [4] * 6), 3: world(ids, [4] * 6, [4] * 6)}
+    b = {1: world(ids[::-1], [3] * 6, [4] * 6), 2: world(ids[::-1], [4, 3, 3, 3, 3, 3], [4] * 6)}  # no seed 3
+    columns = page.story_columns(a, b)
+    assert [len(c) for c in columns] == [6] * 4 and columns[0][0] == [1, 2] and columns[2][5] == [3, 4]  # s5 of b is first
+    cell = page.story_bootstrap(a, b)  # A: 21 / 48, B: 37 / 48 over seeds 1 and 2
+    value, low, high = (float(x) for x in cell.replace("[", "").replace("]", "").replace(",", "").split())
+    assert value == pytest.approx(-16 / 48, abs=5e-4) and low <= value <= high < 0
+    assert page.story_bootstrap(a, {1: {}}) == "–"  # no per-story lists: no secondary view
 
 
 def test_the_fluency_curve_marks_the_first_snapshot_that_meets_every_line_and_the_runs_code(spec):
