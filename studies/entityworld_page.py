@@ -307,7 +307,8 @@ def states_table(grid: str = "world", spec: StudySpec | None = None) -> str:
     against the identity critic's, over the entity's later units against the anchor-blind
     prior's; the event probe on the predicted ê_n against the oracle's gain (the ceiling from
     the prefix), the location probe against knowing which entity alone; coherence with
-    predicted states minus random states, paired by seed."""
+    predicted states minus random states, paired by seed; per seed, how many of the codebook's
+    states the sentence encoder gives the test stories' units (a collapse shows as few)."""
     spec, rows = spec or study(), []
     keep = shown(grid, spec)
     for arm, seeds in trained_runs(grid, spec).items():
@@ -325,12 +326,13 @@ def states_table(grid: str = "world", spec: StudySpec | None = None) -> str:
                      f"{_gain(seeds, 'predicted_vector/event').format(3)} (oracle {oracle.format(3)})",
                      f"{_gain(seeds, 'predicted_vector/location_before').format(3)} "
                      f"(identity {_gain(seeds, 'identity/location_before').format(3)})",
-                     coherence.format(1, pct=True)])
+                     coherence.format(1, pct=True),
+                     ", ".join(str(get_in(m["evaluate"], "world", "states", "states_used") or "–") for m in seeds.values())])
     if not rows:
         return NONE_YET
     return markdown_table(["arm", "seeds", "val L_CL / chance: batch", "val L_CL / chance: entity's later units",
                            "event probe gain, predicted ê_n", "location probe gain, predicted ê_n",
-                           "coherence: predicted − random states (points)"], rows)
+                           "coherence: predicted − random states (points)", "states in use, per seed"], rows)
 
 
 def writer_table(grid: str = "fluency", spec: StudySpec | None = None) -> str:

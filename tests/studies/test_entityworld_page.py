@@ -150,11 +150,12 @@ def test_the_writer_table_reads_the_two_stage_runs_final_texts_per_unit_and_per_
         "| BART (two-stage) from novels | 1 | – | 500 | 41.0 | 44.6 | 60.2 | 40.2 | no |")
 
 
-def _states_run(root, name: str, variant: str, batch: float, entity: float, event_gain: float, coherence: tuple) -> None:
+def _states_run(root, name: str, variant: str, batch: float, entity: float, event_gain: float, coherence: tuple,
+                used: int | None = None) -> None:
     probes = {"predicted_vector/event": {"gain": event_gain}, "oracle_event": {"accuracy": 0.33, "majority": 0.27},
               "predicted_vector/location_before": {"gain": 0.11}, "identity/location_before": {"gain": 0.12}}
     lines = {"batch": {"identity": {"vs_chance": 0.63}}, "entity": {"prior": {"vs_chance": 0.95}}}
-    evaluate = {"world": {"probes": probes, "lines": lines,
+    evaluate = {"world": {"probes": probes, "lines": lines, "states": {"states_used": used},
                           "coherence": {"accuracy": {"lm/predicted": coherence[0], "lm/random": coherence[1]}}}}
     _keep(root, name, variant, evaluate)
     train = {f"final_val_{term}_{part}": value for term, ratio in (("contrastive", batch), ("contrastive_entity", entity))
@@ -167,8 +168,8 @@ def test_the_states_table_puts_each_figure_beside_its_trivial_line_and_skips_arm
     arms = {"eric": {"variants": ["eric"]}, "bart": {"variants": ["bart"]},
             "eric_no_state_attention": {"variants": ["eric_no_state_attention"]}}
     (tmp_path / "study.yaml").write_text(yaml.safe_dump({"title": "t", "grids": {"world": {"seeds": [1, 2], "arms": arms}}}))
-    for seed, (batch, coherence) in zip((1, 2), ((0.80, (0.45, 0.46)), (0.84, (0.48, 0.46)))):
-        _states_run(tmp_path, f"world-eric-seed{seed}", "eric", batch, 1.01, -0.01, coherence)
+    for seed, (batch, coherence, used) in zip((1, 2), ((0.80, (0.45, 0.46), 71), (0.84, (0.48, 0.46), 8))):
+        _states_run(tmp_path, f"world-eric-seed{seed}", "eric", batch, 1.01, -0.01, coherence, used)
         _keep(tmp_path, f"world-bart-seed{seed}", "bart", _world(0.97, 0.05, 0.85, 0.5))
     _states_run(tmp_path, "world-eric_no_state_attention-seed1", "eric_no_state_attention", 0.9, 1.0, 0.02, (0.5, 0.4))
     table = page.states_table(spec=load_study(tmp_path))
@@ -177,8 +178,8 @@ def test_the_states_table_puts_each_figure_beside_its_trivial_line_and_skips_arm
     assert "| 1.010 [1.010, 1.010] (prior 0.950 [0.950, 0.950]) |" in eric
     assert "| -0.010 [-0.010, -0.010] (oracle 0.060 [0.060, 0.060]) |" in eric
     assert "| 0.110 [0.110, 0.110] (identity 0.120 [0.120, 0.120]) |" in eric
-    assert eric.endswith("| 0.5 [-18.6, 19.6] |")  # -1 and +2 points, paired by seed
-    assert _line(table, "ERIC w/o StateAttn").endswith("| 10.0 |")  # one seed: a value, no interval
+    assert eric.endswith("| 0.5 [-18.6, 19.6] | 71, 8 |")  # -1 and +2 points, paired by seed; states per seed
+    assert _line(table, "ERIC w/o StateAttn").endswith("| 10.0 | – |")  # one seed: a value, no interval
     assert not any(line.startswith("| BART ") for line in table.splitlines())
 
 
