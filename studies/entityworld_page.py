@@ -259,7 +259,7 @@ STORY_VIEW = "pooled over those seeds [95% story bootstrap] (secondary)"
 
 def _stories(world: dict, form: str) -> dict[str, tuple[int, int]]:
     """story id -> (state violations, units) over its grounded units; empty without per-story lists."""
-    found = (world.get("stories") or {})
+    found = world.get("stories") or {}
     if not found.get(form):
         return {}
     return dict(zip(found["id"], zip(found[form]["grounded_state_violations"], found[form]["grounded"])))
@@ -281,9 +281,7 @@ def story_bootstrap(a: dict[int, dict], b: dict[int, dict], form: str = "stage_o
     only, so the secondary view; the verdict reads the interval over seeds."""
     columns = story_columns(a, b, form)
     found = paired_ratio_difference(*columns) if columns[0] else None
-    if found is None or found.difference is None:
-        return "–"
-    return Interval(found.difference, found.low, found.high).format(3)
+    return Interval(found.difference, found.low, found.high).format(3) if found else "–"
 
 
 def grounded_pairs(grid: str = "world", form: str = "stage_one", spec: StudySpec | None = None) -> str:
