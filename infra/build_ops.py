@@ -12,6 +12,7 @@ import os
 
 import torch
 
+from eric.build_locks import clear_stale_locks
 from eric.train.runtime import prepare_environment
 
 
@@ -19,6 +20,7 @@ def build_cpu_ops() -> str:
     if torch.cuda.is_available():
         return "a GPU: no CPU op to build"
     prepare_environment()  # the accelerator and extensions folder a training sets up
+    clear_stale_locks()  # a set-up killed mid-build would otherwise leave every later one waiting
     from deepspeed.accelerator import get_accelerator
 
     get_accelerator().create_op_builder("ShareMemCommBuilder").load(verbose=False)
