@@ -118,19 +118,22 @@ def _fluent(values: dict) -> bool:
 
 
 def fluency_table(grid: str = "world", spec: StudySpec | None = None) -> str:
-    """Per arm: parse rate, grounding violations per parsed unit and grounded share of parsed
-    units (means over seeds), and whether the means meet the fluency lines (FLUENT)."""
+    """Per arm: parse rate, grounding violations per parsed unit (and per seed) and grounded share
+    of parsed units (means over seeds); whether the means meet the fluency lines (FLUENT), and
+    how many seeds do on their own."""
     rows = []
     for arm, seeds in runs(grid, spec).items():
         means = {field: seed_interval(list(by_seed(seeds, field).values())) for field in FLUENT}
         fluent = _fluent({field: found.value for field, found in means.items()})
+        per_seed = ", ".join(fmt(value) for value in by_seed(seeds, "grounding_rate").values())
+        fluent_seeds = sum(_fluent(world.get("stage_one") or {}) for world in seeds.values())
         rows.append([NAMES.get(arm, arm), str(len(seeds)), means["parse_rate"].format(1, pct=True),
-                     means["grounding_rate"].format(3), means["grounded_share"].format(1, pct=True),
-                     "yes" if fluent else "no"])
+                     means["grounding_rate"].format(3), per_seed, means["grounded_share"].format(1, pct=True),
+                     "yes" if fluent else "no", f"{fluent_seeds} of {len(seeds)}"])
     if not rows:
         return NONE_YET
-    return markdown_table(["arm", "seeds", "parse rate %", "grounding viol. / parsed unit", "grounded % of parsed",
-                           "fluent (>= 95%, <= 0.10, >= 80%)"], rows)
+    return markdown_table(["arm", "seeds", "parse rate %", "grounding viol. / parsed unit", "per seed",
+                           "grounded % of parsed", "fluent (>= 95%, <= 0.10, >= 80%)", "seeds fluent"], rows)
 
 
 def snapshots(curve: dict) -> dict[int, dict]:

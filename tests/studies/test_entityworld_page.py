@@ -55,9 +55,19 @@ def _line(table: str, start: str) -> str:
 
 def test_fluency_needs_all_three_lines(spec):
     table = page.fluency_table(spec=spec)
-    assert _line(table, "BART").endswith("| 97.0 [97.0, 97.0] | 0.050 [0.050, 0.050] | 85.0 [85.0, 85.0] | yes |")
-    assert _line(table, "ERIC").endswith("| no |")  # grounding violations 0.20 > 0.10
-    assert _line(table, "ERIC w/o s_n").endswith("| no |")  # parses 90% < 95%
+    assert _line(table, "BART").endswith(
+        "| 97.0 [97.0, 97.0] | 0.050 [0.050, 0.050] | 0.050, 0.050, 0.050 | 85.0 [85.0, 85.0] | yes | 3 of 3 |")
+    assert _line(table, "ERIC").endswith("| no | 0 of 3 |")  # grounding violations 0.20 > 0.10
+    assert _line(table, "ERIC w/o s_n").endswith("| no | 0 of 2 |")  # parses 90% < 95%
+
+
+def test_fluent_means_need_not_be_fluent_seeds(tmp_path):
+    (tmp_path / "study.yaml").write_text(yaml.safe_dump({"title": "t", "grids": {
+        "world": {"seeds": [1, 2], "arms": {"bart": {"variants": ["bart"]}}}}}))
+    for seed, grounding in ((1, 0.05), (2, 0.12)):
+        _keep(tmp_path, f"world-bart-seed{seed}", "bart", _world(0.97, grounding, 0.85, 0.5))
+    row = _line(page.fluency_table(spec=load_study(tmp_path)), "BART")
+    assert "| 0.085 [" in row and row.endswith("| 0.050, 0.120 | 85.0 [85.0, 85.0] | yes | 1 of 2 |")
 
 
 def test_per_seed_rates_and_their_means(spec):
