@@ -28,10 +28,15 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if seed is not None and config.getoption("randomly_reorganize", False):
         terminalreporter.write_line(f"Using --randomly-seed={seed} (pass it to repeat this order and these seeds)")
 
+
 def pytest_configure(config):
     """Under pytest-xdist (pyproject's addopts) each worker is one of several processes on the
     machine's cores: one thread each (torch's, and its child processes' through
-    OMP_NUM_THREADS), not a pool per core in every worker."""
+    OMP_NUM_THREADS), not a pool per core in every worker. Every process clears the build locks
+    a killed run left (eric/build_locks.py): a test that trains in-process would wait on one."""
+    from eric import build_locks
+
+    build_locks.watch()
     if os.environ.get("PYTEST_XDIST_WORKER"):
         import torch
 
