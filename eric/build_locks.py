@@ -67,13 +67,11 @@ def stale_locks(folder: Path, min_age_s: float = MIN_AGE_S, now: float | None = 
 def clear_stale_locks(folder: Path | None = None, min_age_s: float = MIN_AGE_S) -> list[Path]:
     """Remove the stale build locks under `folder` (default: the extensions folder), each
     with a warning; returns them."""
-    removed = []
-    for lock in stale_locks(extensions_dir() if folder is None else folder, min_age_s):
-        if is_stale(lock, min_age_s):  # again: a waiter may have just taken a fresh lock there
-            lock.unlink(missing_ok=True)
-            removed.append(lock)
-            log.warning("removed %s: a build lock no process holds, left by a killed build "
-                        "(every training would wait on it)", lock)
+    removed = stale_locks(extensions_dir() if folder is None else folder, min_age_s)
+    for lock in removed:
+        lock.unlink(missing_ok=True)
+        log.warning("removed %s: a build lock no process holds, left by a killed build "
+                    "(every training would wait on it)", lock)
     return removed
 
 

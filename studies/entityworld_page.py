@@ -123,9 +123,10 @@ def fluency_table(grid: str = "world", spec: StudySpec | None = None) -> str:
     how many seeds do on their own."""
     rows = []
     for arm, seeds in runs(grid, spec).items():
-        means = {field: seed_interval(list(by_seed(seeds, field).values())) for field in FLUENT}
+        values = {field: by_seed(seeds, field) for field in FLUENT}
+        means = {field: seed_interval(list(found.values())) for field, found in values.items()}
         fluent = _fluent({field: found.value for field, found in means.items()})
-        per_seed = ", ".join(fmt(value) for value in by_seed(seeds, "grounding_rate").values())
+        per_seed = ", ".join(fmt(value) for value in values["grounding_rate"].values())
         fluent_seeds = sum(_fluent(world.get("stage_one") or {}) for world in seeds.values())
         rows.append([NAMES.get(arm, arm), str(len(seeds)), means["parse_rate"].format(1, pct=True),
                      means["grounding_rate"].format(3), per_seed, means["grounded_share"].format(1, pct=True),
