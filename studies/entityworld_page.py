@@ -19,6 +19,7 @@ from eric.evaluate.intervals import Interval, paired_ratio_difference, seed_inte
 from eric.evaluate.intervals import fmt_value as fmt
 from eric.evaluate.report import markdown_table
 from eric.world import world as rules
+from studies.bounded import rate_interval, share_interval
 from studies.currency import older, study_drift
 from studies.spec import StudySpec, load_study
 from studies.state_predictor_page import coherence_value, get_in, lcl_over_seeds, minus, over_seeds, probe_value
@@ -26,6 +27,7 @@ from studies.state_predictor_page import runs as trained_runs
 
 # the issue's fluency: the budget is the one at which BART's samples meet all three
 FLUENT = {"parse_rate": (">=", 0.95), "grounding_rate": ("<=", 0.10), "grounded_share": (">=", 0.80)}
+FLUENT_INTERVAL = {"parse_rate": share_interval, "grounding_rate": rate_interval, "grounded_share": share_interval}
 NAMES = {"eric": "ERIC", "eric_paper": "ERIC (paper recipe)", "eric_no_state_attention": "ERIC w/o StateAttn",
          "eric_no_state": "ERIC w/o s_n", "bart": "BART", "bart_two_stage": "BART (two-stage)", "simctg": "SimCTG",
          "eric_reference_states": "ERIC, reference states", "eric_random_states": "ERIC, random states",
@@ -124,7 +126,7 @@ def fluency_table(grid: str = "world", spec: StudySpec | None = None) -> str:
     rows = []
     for arm, seeds in runs(grid, spec).items():
         values = {field: by_seed(seeds, field) for field in FLUENT}
-        means = {field: seed_interval(list(found.values())) for field, found in values.items()}
+        means = {field: FLUENT_INTERVAL[field](list(found.values())) for field, found in values.items()}
         fluent = _fluent({field: found.value for field, found in means.items()})
         per_seed = ", ".join(fmt(value) for value in values["grounding_rate"].values())
         fluent_seeds = sum(_fluent(world.get("stage_one") or {}) for world in seeds.values())
@@ -196,8 +198,8 @@ def final_table(grid: str = "world", spec: StudySpec | None = None) -> str:
     state violations per grounded unit, each with its t-interval over seeds."""
     rows = []
     for arm, seeds in runs(grid, spec).items():
-        cells = [seed_interval(list(by_seed(seeds, field, "final").values())).format(places, pct=pct)
-                 for field, places, pct in (("parse_rate", 1, True), ("mapped_rate", 1, True),
+        cells = [(share_interval if pct else rate_interval)(list(by_seed(seeds, field, "final").values()))
+                 .format(places, pct=pct) for field, places, pct in (("parse_rate", 1, True), ("mapped_rate", 1, True),
                                             ("cast_mention_rate", 1, True), ("own_mention_rate", 1, True),
                                             ("grounded_state_violation_rate", 3, False))]
         rows.append([NAMES.get(arm, arm), str(len(seeds)), *cells])
@@ -215,9 +217,9 @@ def seeds_table(grid: str = "world", form: str = "stage_one", spec: StudySpec | 
     for arm, seeds in runs(grid, spec).items():
         cells = [" / ".join([fmt(rate(w, "parse_rate", form), pct=True), fmt(rate(w, "grounded_share", form), pct=True),
                              fmt(rate(w, "grounded_state_violation_rate", form))]) for w in seeds.values()]
-        grounded = seed_interval(list(by_seed(seeds, "grounded_state_violation_rate", form).values()))
-        mixed = seed_interval(list(by_seed(seeds, "state_violation_rate_at_world_mix", form).values()))
-        distance = seed_interval(list(by_seed(seeds, "event_mix_distance", form).values()))
+        grounded = rate_interval(list(by_seed(seeds, "grounded_state_violation_rate", form).values()))
+        mixed = rate_interval(list(by_seed(seeds, "state_violation_rate_at_world_mix", form).values()))
+        distance = share_interval(list(by_seed(seeds, "event_mix_distance", form).values()))
         rows.append([NAMES.get(arm, arm), "; ".join(cells), grounded.format(3), mixed.format(3), distance.format(3)])
     if not rows:
         return NONE_YET
@@ -412,9 +414,9 @@ def rules_table(grid: str = "world", spec: StudySpec | None = None) -> str:
     rows = []
     for arm, seeds in runs(grid, spec).items():
         per_seed = [family_rates(rate(w, "by_rule") or {}, rate(w, "parsed") or 0) for w in seeds.values()]
-        grounded = seed_interval(list(by_seed(seeds, "grounded_share").values()))
+        grounded = share_interval(list(by_seed(seeds, "grounded_share").values()))
         rows.append([NAMES.get(arm, arm), str(len(seeds)), grounded.format(1, pct=True),
-                     *(seed_interval([found[family] for found in per_seed]).format(3) for family in RULE_FAMILIES)])
+                     *(rate_interval([found[family] for found in per_seed]).format(3) for family in RULE_FAMILIES)])
     if not rows:
         return NONE_YET
     return markdown_table(["arm", "seeds", "grounded % of parsed", *RULE_FAMILIES], rows)

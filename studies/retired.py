@@ -20,6 +20,7 @@ from eric.evaluate.intervals import fmt_value as fmt
 from eric.evaluate.intervals import ratio_interval, seed_interval
 from eric.evaluate.report import markdown_table
 from eric.evaluate.world_lines import read_plot
+from studies.bounded import rate_interval, share_interval
 from studies.entityworld_page import NAMES, PAIRS, pairs_table
 
 WORLD = PROJECT_ROOT / "studies" / "entityworld" / "retired"
@@ -81,9 +82,9 @@ def world_arms() -> str:
     for arm in arms():
         rate = lambda field, per="parsed": ratio_interval(counts(arm, field), counts(arm, per))
         finals = [_json(f / "final.json") for f in runs(arm).values()]
-        coherence = [seed_interval([f["coherence"].get(f"{s}/predicted", f["coherence"].get(f"{s}/none"))
+        coherence = [share_interval([f["coherence"].get(f"{s}/predicted", f["coherence"].get(f"{s}/none"))
                                     for f in finals]) for s in ("lm", "joint", "event")]
-        random = seed_interval([f["coherence"].get("lm/random") for f in finals])
+        random = share_interval([f["coherence"].get("lm/random") for f in finals])
         rows.append([ARMS[arm], str(len(finals)), rate("parsed", "units").format(pct=True),
                      rate("state_violations").format(), rate("grounding").format(),
                      *(c.format(pct=True) for c in coherence), random.format(pct=True)])
@@ -104,8 +105,8 @@ def world_seeds() -> str:
     for arm in arms():
         found = per_seed(arm)
         cells = [" / ".join([fmt(p, pct=True), fmt(g, pct=True), fmt(r)]) for p, g, r in zip(*found.values())]
-        rows.append([ARMS[arm], "; ".join(cells), seed_interval(found["grounded"]).format(pct=True),
-                     seed_interval(found["rate"]).format()])
+        rows.append([ARMS[arm], "; ".join(cells), share_interval(found["grounded"]).format(pct=True),
+                     rate_interval(found["rate"]).format()])
     return table(["arm", "per seed: parse % / grounded % / state viol. per grounded unit",
                   "grounded % (mean [t-interval])", "state viol. / grounded unit (mean [t-interval])"], rows)
 

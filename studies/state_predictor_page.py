@@ -20,6 +20,7 @@ from functools import lru_cache
 from eric.config import PROJECT_ROOT
 from eric.evaluate.intervals import Interval, seed_interval
 from eric.evaluate.report import markdown_table
+from studies.bounded import share_interval
 from studies.spec import StudySpec, load_study
 
 CANDIDATES = {"batch": "the batch (paper)", "text": "the anchor's text", "entity": "the entity's later units"}
@@ -145,7 +146,7 @@ def probes_table(grid: str = "world", spec: StudySpec | None = None) -> str:
     rows = []
     for arm, seeds in runs(grid, spec).items():
         for label, name in LABELS.items():
-            majority = seed_interval([probe_value(m, f"gold_vector/{label}", "majority") for m in seeds.values()])
+            majority = share_interval([probe_value(m, f"gold_vector/{label}", "majority") for m in seeds.values()])
             cells = [seed_interval([probe_value(m, f"{p}/{label}", "gain") for m in seeds.values()]).format(3)
                      for p in PROBES]
             rows.append([arm, name, majority.format(3), *cells])
@@ -171,7 +172,7 @@ def coherence_table(grid: str = "world", scoring: str = "lm", spec: StudySpec | 
     minus random paired by seed."""
     rows = []
     for arm, seeds in runs(grid, spec).items():
-        cells = [seed_interval([coherence_value(m, scoring, mode) for m in seeds.values()]).format(1, pct=True)
+        cells = [share_interval([coherence_value(m, scoring, mode) for m in seeds.values()]).format(1, pct=True)
                  for mode in ("predicted", "gold", "random")]
         diff = seed_interval([minus(coherence_value(m, scoring, "predicted"), coherence_value(m, scoring, "random"))
                               for m in seeds.values()])
@@ -189,7 +190,7 @@ def lm_table(grid: str, spec: StudySpec | None = None) -> str:
         gold = over_seeds(seeds, lambda m: m["evaluate"].get("lm_loss_gold_states"))
         predicted = over_seeds(seeds, lambda m: m["evaluate"].get("lm_loss_predicted_states"))
         own, entity = lcl_over_seeds(seeds)
-        parsed = over_seeds(seeds, lambda m: get_in(m["evaluate"], "world", "stage_one", "parse_rate"))
+        parsed = share_interval([get_in(m["evaluate"], "world", "stage_one", "parse_rate") for m in seeds.values()])
         rows.append([arm, str(len(seeds)), gold.format(3), predicted.format(3), own.format(3), entity.format(3),
                      parsed.format(1, pct=True)])
     if not rows:

@@ -1,0 +1,38 @@
+"""Intervals of shares and rates stop where the quantity does; differences are never cut."""
+
+import pytest
+
+from eric.evaluate.intervals import Interval, seed_interval
+from studies.bounded import rate_interval, share_interval, within
+
+
+def test_a_share_near_one_stops_at_one_and_keeps_its_mean_and_lower_end():
+    values = [0.997, 0.998, 0.995]
+    raw, cut = seed_interval(values), share_interval(values)
+    assert raw.high > 1.0
+    assert cut.high == 1.0
+    assert (cut.value, cut.low) == (raw.value, raw.low)
+    assert cut.format(1, pct=True) == "99.7 [99.3, 100.0]"
+
+
+def test_a_rate_near_zero_stops_at_zero_and_has_no_upper_bound():
+    values = [0.231, 0.0, 0.02, 0.5]
+    raw, cut = seed_interval(values), rate_interval(values)
+    assert raw.low < 0
+    assert cut.low == 0.0
+    assert cut.high == pytest.approx(raw.high)
+
+
+def test_an_interval_inside_the_range_is_unchanged():
+    values = [0.4, 0.5, 0.45]
+    assert share_interval(values) == seed_interval(values)
+
+
+def test_one_seed_and_no_seeds_pass_through():
+    assert share_interval([0.9]) == Interval(0.9, None, None)
+    assert rate_interval([]) == Interval(None, None, None)
+
+
+def test_within_without_bounds_keeps_a_difference_of_either_sign():
+    difference = Interval(-0.25, -0.64, 0.14)
+    assert within(difference, None, None) == difference
