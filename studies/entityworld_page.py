@@ -34,8 +34,10 @@ NAMES = {"eric": "ERIC", "eric_paper": "ERIC (paper recipe)", "eric_no_state_att
          "bart_novels": "BART from novels", "bart_two_stage_novels": "BART (two-stage) from novels",
          "bart_two_stage_novels_p05": "BART (two-stage) from novels, top-p 0.5",
          "bart_two_stage_novels_w2000": "BART (two-stage) from novels, writer 2,000 steps"}
-# A - B of state violations per grounded unit: below zero, A breaks fewer state rules
+# A - B of state violations per grounded unit: below zero, A breaks fewer state rules. The
+# paper recipe's two pairs ask the issue's questions of the paper's own ERIC as well.
 PAIRS = (("eric", "bart"), ("eric", "eric_no_state"), ("eric_no_state", "bart"), ("eric", "eric_paper"),
+         ("eric_paper", "bart"), ("eric_paper", "eric_no_state"),
          ("eric", "eric_no_state_attention"), ("eric", "eric_reference_states"), ("eric", "eric_random_states"))
 NONE_YET = "_No configuration of this grid is kept at this code yet._"
 STATE_ARMS = ("eric", "eric_paper", "eric_no_state_attention")  # arms that train states (the bounds sample ERIC's)
