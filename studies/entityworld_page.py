@@ -38,7 +38,8 @@ NAMES = {"eric": "ERIC", "eric_paper": "ERIC (paper recipe)", "eric_no_state_att
 # paper recipe's two pairs ask the issue's questions of the paper's own ERIC as well.
 PAIRS = (("eric", "bart"), ("eric", "eric_no_state"), ("eric_no_state", "bart"), ("eric", "eric_paper"),
          ("eric_paper", "bart"), ("eric_paper", "eric_no_state"),
-         ("eric", "eric_no_state_attention"), ("eric", "eric_reference_states"), ("eric", "eric_random_states"))
+         ("eric", "eric_no_state_attention"), ("eric_no_state_attention", "bart"),
+         ("eric", "eric_reference_states"), ("eric", "eric_random_states"))
 NONE_YET = "_No configuration of this grid is kept at this code yet._"
 STATE_ARMS = ("eric", "eric_paper", "eric_no_state_attention")  # arms that train states (the bounds sample ERIC's)
 # the checker's rules (eric/world/world.py) by what a model must know to keep them: the scene
@@ -299,6 +300,14 @@ def grounded_pairs(grid: str = "world", form: str = "stage_one", spec: StudySpec
                        story_view=lambda a, b: story_bootstrap(found[a], found[b], form))
 
 
+def world_mix_pairs(grid: str = "world", spec: StudySpec | None = None) -> str:
+    """PAIRS of the rate standardized to the world's event mix (no story view: the standardized
+    rate is not kept per story): whether a difference on the grounded rate is one of how many
+    state rules an arm breaks or of which events it writes."""
+    found = runs(grid, spec)
+    return pairs_table({arm: by_seed(seeds, "state_violation_rate_at_world_mix") for arm, seeds in found.items()})
+
+
 def _line(seeds: dict[int, dict], candidates: str, critic: str) -> Interval:
     return over_seeds(seeds, lambda m: get_in(m["evaluate"], "world", "lines", candidates, critic, "vs_chance"))
 
@@ -453,4 +462,5 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "entityworld-rules": _current(rules_table),
     "entityworld-pairs": _current(grounded_pairs),
     "entityworld-pairs-final": _current(lambda: grounded_pairs(form="final")),
+    "entityworld-pairs-world-mix": _current(world_mix_pairs),
 }
