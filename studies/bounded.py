@@ -11,7 +11,7 @@ from __future__ import annotations
 from eric.evaluate.intervals import Interval, seed_interval
 
 
-def within(interval: Interval, low: float | None = 0.0, high: float | None = None) -> Interval:
+def within(interval: Interval, low: float | None = None, high: float | None = None) -> Interval:
     """`interval` with its ends moved into [low, high] (None: no bound on that side)."""
     if interval.low is None:
         return interval

@@ -201,11 +201,11 @@ def final_table(grid: str = "world", spec: StudySpec | None = None) -> str:
     state violations per grounded unit, each with its t-interval over seeds."""
     rows = []
     for arm, seeds in runs(grid, spec).items():
-        cells = [(share_interval if pct else rate_interval)(list(by_seed(seeds, field, "final").values()))
-                 .format(places, pct=pct) for field, places, pct in (("parse_rate", 1, True), ("mapped_rate", 1, True),
-                                            ("cast_mention_rate", 1, True), ("own_mention_rate", 1, True),
-                                            ("grounded_state_violation_rate", 3, False))]
-        rows.append([NAMES.get(arm, arm), str(len(seeds)), *cells])
+        final = lambda field: list(by_seed(seeds, field, "final").values())
+        shares = [share_interval(final(field)).format(1, pct=True)
+                  for field in ("parse_rate", "mapped_rate", "cast_mention_rate", "own_mention_rate")]
+        rows.append([NAMES.get(arm, arm), str(len(seeds)), *shares,
+                     rate_interval(final("grounded_state_violation_rate")).format(3)])
     if not rows:
         return NONE_YET
     return markdown_table(["arm", "seeds", "final parse %", "units mapped to the cast %", "mentions that are cast names %",
@@ -296,16 +296,20 @@ def story_bootstrap(a: dict[int, dict], b: dict[int, dict], form: str = "stage_o
 def grounded_pairs(grid: str = "world", form: str = "stage_one", spec: StudySpec | None = None) -> str:
     """Paired differences of state violations per grounded unit (PAIRS), and the story bootstrap."""
     found = runs(grid, spec)
-    return pairs_table({arm: by_seed(seeds, "grounded_state_violation_rate", form) for arm, seeds in found.items()},
+    return pairs_table(per_arm(found, "grounded_state_violation_rate", form),
                        story_view=lambda a, b: story_bootstrap(found[a], found[b], form))
+
+
+def per_arm(found: dict[str, dict[int, dict]], field: str, form: str = "stage_one") -> dict[str, dict[int, float | None]]:
+    """arm -> seed -> one checker rate of that arm's kept runs (`pairs_table`'s argument)."""
+    return {arm: by_seed(seeds, field, form) for arm, seeds in found.items()}
 
 
 def world_mix_pairs(grid: str = "world", spec: StudySpec | None = None) -> str:
     """PAIRS of the rate standardized to the world's event mix (no story view: the standardized
     rate is not kept per story): whether a difference on the grounded rate is one of how many
     state rules an arm breaks or of which events it writes."""
-    found = runs(grid, spec)
-    return pairs_table({arm: by_seed(seeds, "state_violation_rate_at_world_mix") for arm, seeds in found.items()})
+    return pairs_table(per_arm(runs(grid, spec), "state_violation_rate_at_world_mix"))
 
 
 def _line(seeds: dict[int, dict], candidates: str, critic: str) -> Interval:
