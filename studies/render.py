@@ -37,6 +37,7 @@ from eric.evaluate.intervals import seed_interval
 from eric.evaluate.world_metrics import WORLD_HEADER, world_rows
 from benchmarks.blocks import BLOCKS as BENCHMARK_BLOCKS
 from studies.anonymization.render import table as anonymization_table
+from studies.bounded import metric_interval
 from studies.currency import older, retired_note, study_drift
 from studies.retired import BLOCKS as RETIRED_BLOCKS
 from studies.state_predictor_page import BLOCKS as STATE_PREDICTOR_BLOCKS
@@ -176,7 +177,8 @@ def study_page(spec: StudySpec) -> str:
 
 def seeds_table(spec: StudySpec, first: str = "eric", second: str = "bart", metrics=METRIC_NAMES) -> str:
     """Per Table-2 metric: each variant's mean over the kept configurations (one seed each) with
-    its 95% t interval, and `first` minus `second` per seed (paired: the same test inputs)."""
+    its 95% t interval (stopped at the metric's range, studies/bounded.py), and `first` minus
+    `second` per seed (paired: the same test inputs), whose interval is never stopped."""
     kept = {name: study_inputs(spec, name).metrics for name in spec.configurations if spec.is_done(name)}
     kept = {name: run for name, run in kept.items() if first in run and second in run}
     runs = list(kept.values())
@@ -190,15 +192,16 @@ def seeds_table(spec: StudySpec, first: str = "eric", second: str = "bart", metr
         if not pairs:
             continue
         differences = [x - y for x, y in pairs]
-        rows.append([metric, seed_interval([x for x, _ in pairs]).format(2),
-                     seed_interval([y for _, y in pairs]).format(2), seed_interval(differences).format(2),
+        rows.append([metric, metric_interval(metric, [x for x, _ in pairs]).format(2),
+                     metric_interval(metric, [y for _, y in pairs]).format(2), seed_interval(differences).format(2),
                      ", ".join(f"{d:+.2f}" for d in differences)])
     header = ["metric", f"{a}: mean [95% interval]", f"{b}: mean [95% interval]", f"{a} - {b}: mean [95% interval]",
               f"{a} - {b} per seed"]
     late = [n for n in kept if older(_drift(spec, n))]
     note = (f"\n_Ran at older code: {', '.join(late)} ({spec.folder.relative_to(PROJECT_ROOT)}/results.md says "
             "what changed since)._\n") if late else ""
-    return (f"\n**Across seeds** ({len(runs)} seeds: {', '.join(kept)}):"
+    return (f"\n**Across seeds** ({len(runs)} seeds: {', '.join(kept)}; a model's interval stops at its "
+            "metric's range, the difference's never does):"
             "\n\n" + markdown_table(header, rows) + "\n" + note)
 
 

@@ -129,7 +129,7 @@ def test_a_seeds_study_gives_means_intervals_and_the_paired_difference_per_seed(
         (kept / RUN_FILE).write_text(json.dumps({"commit": "abcdef123456", "finished": "2026-11-27T00:00"}))
     page = render.study_page(load_study(folder))
     # ERIC: mean 20, sd 2, t(0.975, 2) = 4.303 -> half 4.97; differences +5, +6.5, +2: mean 4.5, sd 2.29 -> half 5.69
-    assert "**Across seeds** (3 seeds: s1, s2, s3)" in page
+    assert "**Across seeds** (3 seeds: s1, s2, s3;" in page
     assert "| B-1 | 20.00 [15.03, 24.97] | 15.50 [14.26, 16.74] | 4.50 [-1.19, 10.19] | +5.00, +6.50, +2.00 |" in page
     (folder / "outputs" / "s2" / RUN_FILE).unlink()
     (folder / "outputs" / "s3" / RUN_FILE).unlink()

@@ -3,7 +3,7 @@
 import pytest
 
 from eric.evaluate.intervals import Interval, seed_interval
-from studies.bounded import rate_interval, share_interval, within
+from studies.bounded import metric_interval, rate_interval, share_interval, within
 
 
 def test_a_share_near_one_stops_at_one_and_keeps_its_mean_and_lower_end():
@@ -36,3 +36,16 @@ def test_one_seed_and_no_seeds_pass_through():
 def test_within_without_bounds_keeps_a_difference_of_either_sign():
     difference = Interval(-0.25, -0.64, 0.14)
     assert within(difference, None, None) == difference
+
+
+def test_table_two_metrics_stop_at_their_own_range():
+    mauve = [2.0, 20.0, 7.0]  # a spread whose t-interval reaches below 0
+    assert seed_interval(mauve).low < 0
+    assert metric_interval("MAUVE", mauve).low == 0.0
+    diverse = [99.9, 99.5, 100.0]
+    assert metric_interval("D-4", diverse).high == 100.0
+    lengths = [5.0, 300.0, 20.0]
+    assert metric_interval("Len", lengths).low == 0.0
+    assert metric_interval("Len", lengths).high == pytest.approx(seed_interval(lengths).high)
+    slopes = [-0.5, 1.2, 0.1]  # a fitted slope has no range to stop at
+    assert metric_interval("Zipf", slopes) == seed_interval(slopes)
