@@ -305,6 +305,41 @@ def per_arm(found: dict[str, dict[int, dict]], field: str, form: str = "stage_on
     return {arm: by_seed(seeds, field, form) for arm, seeds in found.items()}
 
 
+# the issue's questions, each read as one pair of PAIRS on both texts
+QUESTIONS = (
+    (("eric", "bart"), "Do ERIC's states lower state violations per grounded unit against BART?"),
+    (("eric", "eric_no_state"), "... against the same planner without states (ERIC w/o s_n)?"),
+    (("eric", "eric_reference_states"), "How far is ERIC from its upper bound (the reference's states)?"),
+    (("eric", "eric_random_states"), "... and from its lower bound (random states)?"),
+    (("eric_paper", "bart"), "Does the paper's own recipe lower them against BART?"),
+    (("eric_paper", "eric_no_state"), "... against ERIC w/o s_n?"),
+)
+
+
+def answers_table(grid: str = "world", spec: StudySpec | None = None) -> str:
+    """The issue's questions under the page's rule (`verdict`): the pair's mean over seeds of
+    state violations per grounded unit with its t-interval, on the placeholder texts and on the
+    final ones, and the seeds it rests on against those the study declares; then on how many
+    seeds BART is fluent (FLUENT), which says at what kind of budget the answers are."""
+    spec = spec or study()
+    found, declared = runs(grid, spec), len(spec.grids[grid].seeds)
+    rows = []
+    for (a, b), question in QUESTIONS:
+        if a not in found or b not in found:
+            continue
+        diffs = {form: paired(by_seed(found[a], "grounded_state_violation_rate", form),
+                              by_seed(found[b], "grounded_state_violation_rate", form)) for form in ("stage_one", "final")}
+        cells = [cell for d in diffs.values() for cell in (seed_interval(d).format(3), verdict(seed_interval(d)))]
+        rows.append([question, f"{NAMES[a]} − {NAMES[b]}", f"{len(diffs['stage_one'])} of {declared}", *cells])
+    if not rows:
+        return NONE_YET
+    bart = found.get("bart", {})
+    fluent = sum(_fluent(world.get("stage_one") or {}) for world in bart.values())
+    return (markdown_table(["question", "A − B", "seeds", "placeholder texts: mean [95% t over seeds]",
+                            "interval excludes 0", "final texts: mean [95% t over seeds]", "interval excludes 0"], rows)
+            + f"\n\nBART meets all three fluency lines on {fluent} of its {len(bart)} seeds kept.")
+
+
 def world_mix_pairs(grid: str = "world", spec: StudySpec | None = None) -> str:
     """PAIRS of the rate standardized to the world's event mix (no story view: the standardized
     rate is not kept per story): whether a difference on the grounded rate is one of how many
@@ -455,6 +490,7 @@ def _current(table: Callable[[], str], grid: str = "world") -> Callable[[], str]
 
 
 BLOCKS: dict[str, Callable[[], str]] = {
+    "entityworld-answers": _current(answers_table),
     "entityworld-scene-blind": scene_blind,
     "entityworld-fluency": _current(fluency_table),
     "entityworld-fluency-curve": _current(fluency_curve, "fluency"),

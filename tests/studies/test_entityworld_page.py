@@ -88,6 +88,15 @@ def test_verdicts_are_paired_by_seed_and_need_the_interval_to_exclude_zero(spec)
     assert page.verdict(page.seed_interval([0.1, 0.2, 0.15])) == "yes: A breaks more"
 
 
+def test_the_answers_ask_the_issue_questions_of_the_arms_kept_on_both_texts(spec):
+    table = page.answers_table(spec=spec)
+    assert _line(table, "Do ERIC's states").endswith(
+        "| ERIC − BART | 3 of 3 | -0.100 [-0.125, -0.075] | yes: A breaks fewer | -0.100 [-0.125, -0.075] | yes: A breaks fewer |")
+    assert "| ERIC − ERIC w/o s_n | 2 of 3 |" in _line(table, "... against the same planner")  # seed 3 not kept
+    assert "reference's states" not in table  # an arm without runs asks nothing
+    assert table.endswith("BART meets all three fluency lines on 3 of its 3 seeds kept.")
+
+
 def test_the_story_bootstrap_pools_the_seeds_both_arms_have_and_matches_stories_by_id():
     def world(ids, violations, grounded):
         return {"stories": {"id": ids, "stage_one": {"grounded_state_violations": violations, "grounded": grounded}}}
