@@ -214,21 +214,25 @@ def final_table(grid: str = "world", spec: StudySpec | None = None) -> str:
 
 def seeds_table(grid: str = "world", form: str = "stage_one", spec: StudySpec | None = None) -> str:
     """Per arm and seed: parse %, grounded %, state violations per grounded unit; the means of
-    the grounded rate, of the rate standardized to the world's event mix, and of how far the
-    kinds of the arm's grounded units are from that mix (total variation distance)."""
+    the grounded rate and of the rate standardized to the world's event mix, the share of that
+    mix each seed's grounded units reach (the standardized rate is over those kinds only, so a
+    seed that writes one kind is that kind's rate), and how far the kinds of the arm's grounded
+    units are from the mix (total variation distance)."""
     rows = []
     for arm, seeds in runs(grid, spec).items():
         cells = [" / ".join([fmt(rate(w, "parse_rate", form), pct=True), fmt(rate(w, "grounded_share", form), pct=True),
                              fmt(rate(w, "grounded_state_violation_rate", form))]) for w in seeds.values()]
         grounded = rate_interval(list(by_seed(seeds, "grounded_state_violation_rate", form).values()))
         mixed = rate_interval(list(by_seed(seeds, "state_violation_rate_at_world_mix", form).values()))
+        covered = ", ".join(fmt(v, pct=True) for v in by_seed(seeds, "world_mix_covered", form).values())
         distance = share_interval(list(by_seed(seeds, "event_mix_distance", form).values()))
-        rows.append([NAMES.get(arm, arm), "; ".join(cells), grounded.format(3), mixed.format(3), distance.format(3)])
+        rows.append([NAMES.get(arm, arm), "; ".join(cells), grounded.format(3), mixed.format(3), covered,
+                     distance.format(3)])
     if not rows:
         return NONE_YET
     return markdown_table(["arm", "per seed: parse % / grounded % / state viol. per grounded unit",
                            "state viol. / grounded unit", "state viol. / grounded unit at the world's event mix",
-                           "event-mix distance"], rows)
+                           "world's mix reached %, per seed", "event-mix distance"], rows)
 
 
 def paired(a: dict[int, float | None], b: dict[int, float | None]) -> list[float]:

@@ -15,7 +15,7 @@ from studies.spec import RUN_FILE, load_study
 def _world(parse: float, grounding: float, share: float, grounded_rate: float) -> dict:
     stage = {"parse_rate": parse, "grounding_rate": grounding, "grounded_share": share,
              "grounded_state_violation_rate": grounded_rate, "state_violation_rate_at_world_mix": grounded_rate / 2,
-             "event_mix_distance": grounding,
+             "event_mix_distance": grounding, "world_mix_covered": share,
              "parsed": 200, "by_rule": {"unknown_place": round(grounding * 200), "not_together": round(grounded_rate * 100),
                                         "wrong_place": round(grounded_rate * 60), "dead_character": 10}}
     return {"world": {"stage_one": stage, "final": {**stage, "grounded_state_violation_rate": grounded_rate + 0.1}}}
@@ -73,7 +73,9 @@ def test_fluent_means_need_not_be_fluent_seeds(tmp_path):
 def test_per_seed_rates_and_their_means(spec):
     table = page.seeds_table(spec=spec)
     assert "| BART | 97.0 / 85.0 / 0.490; 97.0 / 85.0 / 0.500; 97.0 / 85.0 / 0.510 | 0.500 [0.475, 0.525] | 0.250 [" in table
-    assert _line(table, "BART").endswith("| 0.050 [0.050, 0.050] |")  # how far its kinds are from the world's mix
+    # the world's mix each seed reaches, then how far its kinds are from that mix
+    assert _line(table, "BART").endswith("| 85.0, 85.0, 85.0 | 0.050 [0.050, 0.050] |")
+    assert _line(table, "ERIC w/o s_n").endswith("| 90.0, 90.0 | 0.050 [0.050, 0.050] |")  # two seeds kept
 
 
 def test_verdicts_are_paired_by_seed_and_need_the_interval_to_exclude_zero(spec):
