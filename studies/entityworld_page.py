@@ -112,6 +112,11 @@ def by_seed(seeds: dict[int, dict], field: str, form: str = "stage_one") -> dict
     return {seed: rate(world, field, form) for seed, world in seeds.items()}
 
 
+def seed_list(values: dict[int, float | None], pct: bool = False) -> str:
+    """A table cell with one value per seed, in seed order as kept."""
+    return ", ".join(fmt(value, pct=pct) for value in values.values())
+
+
 def _meets(value: float | None, rule: tuple[str, float]) -> bool:
     op, line = rule
     return value is not None and (value >= line if op == ">=" else value <= line)
@@ -131,7 +136,7 @@ def fluency_table(grid: str = "world", spec: StudySpec | None = None) -> str:
         values = {field: by_seed(seeds, field) for field in FLUENT}
         means = {field: FLUENT_INTERVAL[field](list(found.values())) for field, found in values.items()}
         fluent = _fluent({field: found.value for field, found in means.items()})
-        per_seed = ", ".join(fmt(value) for value in values["grounding_rate"].values())
+        per_seed = seed_list(values["grounding_rate"])
         fluent_seeds = sum(_fluent(world.get("stage_one") or {}) for world in seeds.values())
         rows.append([NAMES.get(arm, arm), str(len(seeds)), means["parse_rate"].format(1, pct=True),
                      means["grounding_rate"].format(3), per_seed, means["grounded_share"].format(1, pct=True),
@@ -224,7 +229,7 @@ def seeds_table(grid: str = "world", form: str = "stage_one", spec: StudySpec | 
                              fmt(rate(w, "grounded_state_violation_rate", form))]) for w in seeds.values()]
         grounded = rate_interval(list(by_seed(seeds, "grounded_state_violation_rate", form).values()))
         mixed = rate_interval(list(by_seed(seeds, "state_violation_rate_at_world_mix", form).values()))
-        covered = ", ".join(fmt(v, pct=True) for v in by_seed(seeds, "world_mix_covered", form).values())
+        covered = seed_list(by_seed(seeds, "world_mix_covered", form), pct=True)
         distance = share_interval(list(by_seed(seeds, "event_mix_distance", form).values()))
         rows.append([NAMES.get(arm, arm), "; ".join(cells), grounded.format(3), mixed.format(3), covered,
                      distance.format(3)])
