@@ -3,7 +3,8 @@
 - `ratio_interval`: a ratio of sums over test stories (e.g. violations per parsed unit),
   with a 95% bootstrap interval that resamples the stories (every seed's copy of a story
   moves with it, so the interval is over inputs, not over seeds);
-- `seed_interval`: mean and 95% Student-t interval of one number per seed;
+- `seed_interval`: mean and 95% Student-t interval of one number per seed, kept inside the
+  range the quantity can take;
 - `paired_ratio_difference`: A minus B of a ratio on the same stories, a paired bootstrap
   interval and the Wilcoxon signed-rank test of the per-story differences;
 - `mcnemar`: the exact McNemar test of two models' right/wrong answers on the same cases.
@@ -67,8 +68,13 @@ def ratio_interval(numer, denom, resamples: int = 2000, seed: int = 0) -> Interv
     return Interval(value, float(low), float(high))
 
 
-def seed_interval(values) -> Interval:
-    """Mean over seeds and its 95% Student-t interval (None with fewer than two seeds)."""
+def seed_interval(values, low: float | None = None, high: float | None = None) -> Interval:
+    """Mean over seeds and its 95% Student-t interval (None with fewer than two seeds).
+
+    `low`, `high`: the range the quantity cannot leave (a share [0, 1], a rate >= 0). A
+    t-interval over a few seeds is symmetric about the mean, so near a bound it gets an end
+    the quantity cannot reach (99.7 [99.2, 100.1]); only such an end moves onto the bound.
+    Differences between arms take either sign: leave both open."""
     values = [v for v in values if v is not None and not math.isnan(v)]
     if not values:
         return Interval(None, None, None)
@@ -76,7 +82,8 @@ def seed_interval(values) -> Interval:
     if len(values) < 2:
         return Interval(mean, None, None)
     half = float(stats.t.ppf(0.975, len(values) - 1) * np.std(values, ddof=1) / math.sqrt(len(values)))
-    return Interval(mean, mean - half, mean + half)
+    lo, hi = mean - half, mean + half
+    return Interval(mean, lo if low is None else max(lo, low), hi if high is None else min(hi, high))
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 import pytest
 
 from eric.evaluate.intervals import Interval, seed_interval
-from studies.bounded import metric_interval, rate_interval, share_interval, within
+from studies.bounded import metric_interval, rate_interval, share_interval
 
 
 def test_a_share_near_one_stops_at_one_and_keeps_its_mean_and_lower_end():
@@ -33,9 +33,18 @@ def test_one_seed_and_no_seeds_pass_through():
     assert rate_interval([]) == Interval(None, None, None)
 
 
-def test_within_without_bounds_keeps_a_difference_of_either_sign():
-    difference = Interval(-0.25, -0.64, 0.14)
-    assert within(difference, None, None) == difference
+def test_a_difference_takes_no_bounds_and_keeps_either_sign():
+    differences = [-0.6, 0.1, -0.3, 0.05]
+    open_ended = seed_interval(differences)
+    assert open_ended.low < 0 < open_ended.high
+    assert seed_interval(differences, None, None) == open_ended
+
+
+def test_a_bound_moves_only_the_end_outside_it():
+    values = [0.2, 0.9, 0.5]
+    both = seed_interval(values, 0.0, 1.0)
+    assert (both.low, both.high) == (0.0, 1.0)
+    assert seed_interval(values, low=0.0).high == seed_interval(values).high
 
 
 def test_table_two_metrics_stop_at_their_own_range():
