@@ -20,9 +20,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from eric.evaluate.world_checks import is_grounded
+from eric.evaluate.world_checks import is_grounded, state_violations
 from eric.world.checker import StoryCheck
-from eric.world.world import STATE_RULES
 
 
 @lru_cache(maxsize=4)
@@ -48,7 +47,7 @@ def kind_columns(checks: list[StoryCheck]) -> dict[str, dict[str, list[int]]]:
     for i, units in enumerate(grounded):
         for unit in units:
             out[unit.event.kind]["grounded"][i] += 1
-            out[unit.event.kind]["state_violations"][i] += sum(r in STATE_RULES for r in unit.violations)
+            out[unit.event.kind]["state_violations"][i] += state_violations(unit)
     return out
 
 
