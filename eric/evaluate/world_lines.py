@@ -171,15 +171,23 @@ def contrastive_ratios(plots_dir: Path, variant: str) -> dict:
             "entity_val": last(val, "val_", "contrastive_entity")}
 
 
-def scene_blind_rates(seed: int, stories: int, cast: tuple[int, int] = (3, 8), events: int = 15) -> dict:
+def scene_blind_rates(seed: int, stories: int, cast: tuple[int, int] = (3, 8), events: int = 15,
+                      mix: dict[str, float] | None = None) -> dict:
     """Rates (eric/evaluate/world_checks.py) of `stories` generator stories checked against
     their own scene (`own`: the generator's legality, no violation) and against the scene of
-    the next story (`next`; the last against the first)."""
+    the next story (`next`; the last against the first); with `mix` (world_mix.py
+    `world_mix`), each reading's state violations at that event mix as well (`standardized`:
+    the grid's arms are read at the evaluate stage's mix)."""
     from eric.evaluate.world_checks import columns, rates, story_counts
+    from eric.evaluate.world_mix import kind_columns, standardized
     from eric.world.checker import check_story
     from eric.world.generate import generate_stories
 
     drawn = list(generate_stories(seed, stories, tuple(cast), events))
-    scenes = {"own": drawn, "next": drawn[1:] + drawn[:1]}
-    return {name: rates(columns([story_counts(check_story(other.scene, story.units)) for story, other in
-                                 zip(drawn, read)])) for name, read in scenes.items()}
+    found = {}
+    for name, read in (("own", drawn), ("next", drawn[1:] + drawn[:1])):
+        checks = [check_story(other.scene, story.units) for story, other in zip(drawn, read)]
+        found[name] = rates(columns([story_counts(check) for check in checks]))
+        if mix is not None:
+            found[name] |= standardized(kind_columns(checks), mix)
+    return found

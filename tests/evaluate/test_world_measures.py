@@ -30,7 +30,7 @@ from eric.evaluate.world_checks import (
 from eric.evaluate.world_curve import snapshots, world_curve
 from eric.evaluate.lm_loss import val_batches
 from eric.evaluate.world_lines import LabelPrior, contrastive_ratios, critic_lines, oracle_event_probe, scene_blind_rates
-from eric.evaluate.world_mix import kind_columns, standardized
+from eric.evaluate.world_mix import kind_columns, standardized, world_mix
 from eric.evaluate.world_probes import identity_votes, unit_labels
 from eric.world.checker import check_story
 from eric.world.corpus import stage_one_row
@@ -79,6 +79,21 @@ def test_the_scene_blind_line_reads_legal_stories_against_another_scene():
     assert own["grounding_rate"] == 0 and own["grounded_share"] == 1 and own["grounded_state_violation_rate"] == 0
     assert blind["grounding_rate"] > 0.2 and blind["grounded_share"] < 0.8 and blind["grounded_state_violation_rate"] > 0.2
     assert blind == scene_blind_rates(seed=3, stories=20)["next"]  # the same seed, the same line
+    assert "state_violation_rate_at_world_mix" not in blind  # no mix given, no standardized reading
+
+
+def test_the_scene_blind_line_at_the_world_mix():
+    """Given the world's mix, each reading also carries its standardized rate: the generator's
+    own stories break nothing at any mix and, drawn from the world, sit near its kind shares;
+    read against another scene they break state rules at the mix too."""
+    mix = world_mix(3, 200)
+    found = scene_blind_rates(seed=3, stories=20, mix=mix)
+    own, blind = found["own"], found["next"]
+    assert own["state_violation_rate_at_world_mix"] == 0 and own["event_mix_distance"] < 0.2
+    assert blind["state_violation_rate_at_world_mix"] > 0.2
+    assert 0 < blind["world_mix_covered"] <= 1
+    plain = scene_blind_rates(seed=3, stories=20)["next"]
+    assert {k: blind[k] for k in plain} == plain  # the plain rates are unchanged by the mix
 
 
 def test_the_event_mix_standardization_worked_by_hand():
