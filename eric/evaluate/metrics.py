@@ -58,9 +58,9 @@ def ngram_jaccards(hypotheses: Sequence[Tokens], references: Sequence[Tokens], n
     for order in range(1, n + 1):
         p = _mean_ngram_counts(hypotheses, order)
         q = _mean_ngram_counts(references, order)
-        grams = p.keys() | q.keys()
-        union = sum(max(p.get(g, 0.0), q.get(g, 0.0)) for g in grams)
-        inter = sum(min(p.get(g, 0.0), q.get(g, 0.0)) for g in grams)
+        grams = p.keys() | q.keys()  # a set: its order varies with the hash seed, so sum exactly (fsum)
+        union = math.fsum(max(p.get(g, 0.0), q.get(g, 0.0)) for g in grams)
+        inter = math.fsum(min(p.get(g, 0.0), q.get(g, 0.0)) for g in grams)
         per_order.append(inter / union if union else 0.0)
     return per_order
 

@@ -143,3 +143,19 @@ def test_plain_text_is_cut_to_its_first_units_as_sentences():
     assert "number 15 ends" in kept and "number 16" not in kept
     marked = "<sent> One. Two. <sent> Three."
     assert split_units(marked) == ["One. Two.", "Three."]  # markers win: no sentence split
+
+
+def test_ms_jaccard_is_the_same_whatever_the_hash_seed():
+    """The n-grams are a set, iterated in an order the hash seed picks: the sums must not
+    depend on it (a float sum in another order can differ in its last bits)."""
+    import subprocess
+    import sys
+
+    script = ("import random; from eric.evaluate import metrics; r = random.Random(0); "
+              "words = [f'w{i}' for i in range(40)]; "
+              "texts = lambda: [[r.choice(words) for _ in range(r.randint(3, 30))] for _ in range(7)]; "
+              "print(repr(metrics.ngram_jaccards(texts(), texts(), 2)))")
+    runs = {subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                           env={**__import__("os").environ, "PYTHONHASHSEED": str(seed)}).stdout
+            for seed in (1, 2, 3, 4)}
+    assert len(runs) == 1 and runs.pop().startswith("[0.")
