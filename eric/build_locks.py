@@ -7,6 +7,8 @@ for ninja's no-op check. A process killed meanwhile (a session's end, a test's t
 leaves the file behind, and every later training then waits on it forever, printing
 nothing. A lock that no process on this host holds open, and that is older than a build
 takes, is such a leftover: `watch` removes it, with a warning, so the waiters go on.
+`guard` starts one watcher per process; training calls it before it loads an op
+(eric/train/runtime.py `init_distributed`).
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ from eric.config import PROJECT_ROOT
 
 log = logging.getLogger(__name__)
 
-# where training compiles its ops unless TORCH_EXTENSIONS_DIR says otherwise (the same
-# folder as eric/train/runtime.py EXTENSIONS_DIR)
+# where training compiles its ops unless TORCH_EXTENSIONS_DIR says otherwise (eric/train/
+# runtime.py points torch there): cached, reused by every later run and test
 DEFAULT_EXTENSIONS_DIR = PROJECT_ROOT / ".torch_extensions"
 # a full build of the comm op takes 40-80 s alone, 2-3 minutes on busy cores; a lock this old
 # is not a build in progress even on a filesystem shared with other hosts, which no /proc sees
@@ -94,3 +96,14 @@ def watch(folder: Path | None = None, every_s: float = 30.0, min_age_s: float = 
     thread = threading.Thread(target=loop, name="stale-build-locks", daemon=True)
     thread.start()
     return thread
+
+
+_watcher: threading.Thread | None = None
+
+
+def guard() -> None:
+    """This process's one watcher of the extensions folder (`watch`), started on first call:
+    before a load of an op, which may wait on a lock."""
+    global _watcher
+    if _watcher is None or not _watcher.is_alive():
+        _watcher = watch()

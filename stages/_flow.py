@@ -45,7 +45,6 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 if str(PROJECT_ROOT) not in sys.path[:1]:
     sys.path.insert(0, str(PROJECT_ROOT))
 
-from eric import build_locks  # noqa: E402
 from eric.env import apply_prefect_defaults, exit_interrupted, stop_ephemeral_server_with_process  # noqa: E402
 
 apply_prefect_defaults(PROJECT_ROOT)  # before Prefect is imported: it reads its settings once
@@ -157,10 +156,8 @@ def run_stage(stage: Flow, *errors: type[BaseException], argv: list[str] | None 
     Ctrl-C (exit status 130).
 
     Under a distributed launcher (deepspeed, torchrun) only rank 0 is a Prefect
-    flow run; the other ranks run the same function without Prefect. A build lock a killed
-    process left (eric/build_locks.py) is removed rather than waited on forever."""
+    flow run; the other ranks run the same function without Prefect."""
     quiet_user_errors(*errors)
-    build_locks.watch()
     given = sys.argv[1:] if argv is None else argv
     args = [a for a in given if not a.startswith("--local_rank")]  # deepspeed appends it
     least, most = _arity(stage)

@@ -32,11 +32,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
 def pytest_configure(config):
     """Under pytest-xdist (pyproject's addopts) each worker is one of several processes on the
     machine's cores: one thread each (torch's, and its child processes' through
-    OMP_NUM_THREADS), not a pool per core in every worker. Every process clears the build locks
-    a killed run left (eric/build_locks.py): a test that trains in-process would wait on one."""
-    from eric import build_locks
-
-    build_locks.watch()
+    OMP_NUM_THREADS), not a pool per core in every worker."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
         import torch
 

@@ -14,11 +14,10 @@ from dataclasses import dataclass
 
 import torch
 
-from eric.config import PROJECT_ROOT
+from eric import build_locks
 
-# JIT-compiled DeepSpeed ops (the CPU shared-memory comm op, ~40 s) are cached here
-# and reused by every later run and test.
-EXTENSIONS_DIR = PROJECT_ROOT / ".torch_extensions"
+# JIT-compiled DeepSpeed ops (the CPU shared-memory comm op, ~40 s) are built here once
+EXTENSIONS_DIR = build_locks.DEFAULT_EXTENSIONS_DIR
 
 
 @dataclass(frozen=True)
@@ -70,9 +69,12 @@ OWN_PORT = "ERIC_OWN_MASTER_PORT"
 def init_distributed(attempts: int = 5) -> None:
     """deepspeed.init_distributed, retrying on a fresh port when the one prepare_environment picked
     was taken between free_port() and the store's bind (a race on a busy host: EADDRINUSE). A
-    launcher's port is never changed."""
+    launcher's port is never changed. The op loads that follow wait on a build lock a killed
+    process may have left: the lock guard (eric/build_locks.py) removes such a leftover."""
     import deepspeed
     from torch.distributed import DistNetworkError
+
+    build_locks.guard()
 
     for attempt in range(attempts):
         try:
