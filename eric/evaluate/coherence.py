@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import csv
 import random
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -40,7 +39,7 @@ from tqdm.auto import tqdm
 from transformers.models.bart.modeling_bart import shift_tokens_right
 
 from eric.data.collate import StageOneCollator
-from eric.data.outdir import replace_figure
+from eric.evaluate.figures import line_figure
 
 PREDICTED, RANDOM, GOLD, NO_STATES = "predicted", "random", "gold", "none"
 LM, JOINT, EVENT = "lm", "joint", "event"
@@ -160,8 +159,8 @@ class CoherenceScorer:
     # decoder, state attention and predictor over earlier positions), so every pass
     # reads a text only up to where it is needed: `cut` labels.
     def _forward(self, texts: list[Text], cuts: list[int] | None = None):
-        """Teacher-forced pass; returns the model output (its `logits` left empty: see
-        `_no_lm_head`) and the labels read."""
+        """Teacher-forced pass; returns the model output (its `logits` left empty: the model's
+        `without_lm_head`) and the labels read."""
         cuts = cuts or [len(t.labels) for t in texts]
         units = max(len(t.spans) for t in texts)
         pad = self.config.pad_token_id
@@ -177,7 +176,7 @@ class CoherenceScorer:
         if self.config.use_state:
             batch["state_ids"] = _pad([t.states for t in texts], -1, units)
         device = self.model.device
-        with torch.no_grad(), _no_lm_head(self.model):
+        with torch.no_grad(), self.model.without_lm_head():
             return self.model(**{k: v.to(device) for k, v in batch.items()}), labels
 
     def unit_logprobs(self, texts: list[Text], units: list[int] | None = None) -> list[list[float]]:
@@ -283,19 +282,6 @@ class CoherenceScorer:
             yield items[start : start + self.batch_size]
 
 
-@contextmanager
-def _no_lm_head(model):
-    """Skip the LM head inside forward: the passes here need the last decoder states
-    (`decoder_last_hidden_state`) and the predicted states, and only a few positions'
-    logits, computed afterwards. The vocabulary projection is the largest matrix of a
-    small model. (If forward stopped calling `lm_logits`, this would only cost speed.)"""
-    model.lm_logits = lambda hidden: hidden[..., :0]
-    try:
-        yield
-    finally:
-        del model.lm_logits
-
-
 def _pad(rows: list[list[int]], value: int, width: int | None = None) -> torch.Tensor:
     width = max(width or 0, max((len(r) for r in rows), default=0), 1)
     out = torch.full((len(rows), width), value, dtype=torch.long)
@@ -328,25 +314,10 @@ def read_rows(path: str | Path) -> list[dict]:
 
 
 def plot_coherence(rows: list[dict], path: str | Path, title: str = "Entity coherence") -> Path:
-    """Accuracy vs position of the perturbed unit, one line per model (rows as `write_rows`)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig, ax = plt.subplots(figsize=(7, 4))
+    """Accuracy vs position of the perturbed unit, one line per model (rows as `write_rows`),
+    beside chance (50%)."""
+    series = []
     for model in dict.fromkeys(r["model"] for r in rows):
         points = sorted((r["position"], r["accuracy"]) for r in rows if r["model"] == model)
-        ax.plot([p for p, _ in points], [100 * a for _, a in points], marker="o", label=model)
-    ax.axhline(50, color="grey", linewidth=0.8, linestyle=":")
-    ax.set_xlabel("position of the perturbed unit")
-    ax.set_ylabel("accuracy (%)")
-    ax.set_title(title)
-    if rows:
-        ax.legend(fontsize="small")
-    fig.tight_layout()
-    replace_figure(fig, path, dpi=120)
-    plt.close(fig)
-    return path
+        series.append((model, [p for p, _ in points], [100 * a for _, a in points]))
+    return line_figure(path, series, title, "position of the perturbed unit", "accuracy (%)", chance=50, marker="o")

@@ -27,7 +27,7 @@ import torch
 from tqdm.auto import tqdm
 
 from eric.data.collate import StageOneCollator
-from eric.data.outdir import replace_figure
+from eric.evaluate.figures import line_figure
 from eric.data.schema import NONE_ENTITY, SENT_TOKEN
 from eric.evaluate.state_transitions import Transitions, transitions_html
 
@@ -245,24 +245,9 @@ def _highlight(text: str, entity: str) -> str:
 
 def plot_usage(usages: dict[str, list[dict]], path: str | Path, title: str = "State usage") -> Path:
     """Share of training units per state, states ranked by use; one line per variant."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig, ax = plt.subplots(figsize=(7, 4))
+    series = []
     for label, rows in usages.items():
         used = [r for r in rows if r["count"]]
-        ax.plot([r["rank"] for r in used], [100 * r["share"] for r in used],
-                label=f"{label} ({len(used)}/{len(rows)} states)")
-    ax.set_xlabel("state rank")
-    ax.set_ylabel("share of training units (%)")
-    ax.set_title(title)
-    if usages:
-        ax.legend(fontsize="small")
-    fig.tight_layout()
-    replace_figure(fig, path, dpi=120)
-    plt.close(fig)
-    return path
+        series.append((f"{label} ({len(used)}/{len(rows)} states)", [r["rank"] for r in used],
+                       [100 * r["share"] for r in used]))
+    return line_figure(path, series, title, "state rank", "share of training units (%)")
