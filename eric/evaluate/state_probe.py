@@ -76,18 +76,20 @@ def read_units(model, collator, rows: list[dict], readers: dict, batch_size: int
     predicted ids StateReader reads). A reader of the decoder (`reads_decoder`) is shown a
     second pass instead, with every unit's predicted state injected: with the gold one, the
     hidden state at unit n's sentence token has read s_n, the sentence encoder's reading of
-    unit n itself, and a probe there would find the unit's own event."""
+    unit n itself, and a probe there would find the unit's own event. No reader needs the
+    next-token distribution: the LM head is skipped (the model's `without_lm_head`)."""
     model.eval()
     own_states = getattr(model.config, "use_state", False) and any(
         getattr(r, "reads_decoder", False) for r in readers.values())
-    for start in range(0, len(rows), batch_size):
-        chunk = rows[start:start + batch_size]
-        batch = collator(chunk)
-        on = _on(model, batch)
-        output = model(**on)
-        decoder = model(**on, state_ids=output.predicted_state_ids) if own_states else output
-        for reader in readers.values():
-            reader.add(start, chunk, batch, decoder if getattr(reader, "reads_decoder", False) else output)
+    with model.without_lm_head():
+        for start in range(0, len(rows), batch_size):
+            chunk = rows[start:start + batch_size]
+            batch = collator(chunk)
+            on = _on(model, batch)
+            output = model(**on)
+            decoder = model(**on, state_ids=output.predicted_state_ids) if own_states else output
+            for reader in readers.values():
+                reader.add(start, chunk, batch, decoder if getattr(reader, "reads_decoder", False) else output)
     return {name: reader.result() for name, reader in readers.items()}
 
 

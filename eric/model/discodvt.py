@@ -557,7 +557,9 @@ class DiscoDVTForConditionalGeneration(EricForConditionalGeneration):
                 input_ids, attention_mask, labels, decoder_input_ids,
                 encoder_hidden_states=encoder_hidden_states, **kwargs,
             ))
-        if post is not None:
+        if post is not None and out.loss is None:  # the LM head skipped (`without_lm_head`): codes, no objective
+            out.state_ids = post.indices
+        elif post is not None:
             self._posterior_objectives(out, post, labels, relation_labels)
         return out
 

@@ -341,8 +341,8 @@ class HintForConditionalGeneration(EricForConditionalGeneration):
         base = super().forward(input_ids=input_ids, attention_mask=attention_mask, labels=labels,
                                encoder_hidden_states=encoder_hidden_states, **kwargs)
         out = HintOutput(**{f.name: getattr(base, f.name) for f in fields(base)})
-        if labels is None or all(x is None for x in (hint_similarity, hint_shuffled_labels, hint_orders)):
-            return out  # the auxiliary losses train only with the collator's extras
+        if out.loss is None or all(x is None for x in (hint_similarity, hint_shuffled_labels, hint_orders)):
+            return out  # the auxiliary losses train only with the collator's extras and the LM loss
         c = self.config
         positions, exists = closing_positions(labels, c.sent_token_id, c.eos_token_id)
         reps = unit_representations(out.decoder_last_hidden_state, positions)

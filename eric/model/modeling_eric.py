@@ -51,6 +51,7 @@ Where the paper leaves a detail open (docs/paper-notes.md):
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from functools import partial
 from pathlib import Path
@@ -320,6 +321,21 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
     def lm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         return self.lm_head(hidden) + self.final_logits_bias.to(hidden.dtype)
 
+    # the switch `without_lm_head` sets: a plain attribute, not a config field (never saved)
+    lm_head_off = False
+
+    @contextmanager
+    def without_lm_head(self):
+        """Forwards that read the decoder states and the states, not the next-token distribution
+        (coherence scoring, the probes): the LM head, the largest matrix of a small model, is
+        skipped, and with it the LM loss and the total (`loss`: None); `logits` is empty
+        ([..., 0]) and `row_logits` gives a few positions' logits afterwards."""
+        previous, self.lm_head_off = self.lm_head_off, True
+        try:
+            yield
+        finally:
+            self.lm_head_off = previous
+
     def row_logits(self, out: EricOutput, row: int, positions) -> torch.Tensor:
         """Next-token logits at `positions` of one row of a forward output whose LM head was skipped
         (coherence scoring); a baseline whose distribution is more than the LM head overrides it."""
@@ -364,14 +380,14 @@ class EricForConditionalGeneration(EricGenerationMixin, EricPreTrainedModel):
         unit_embeds = layout.scatter_to_positions(units.injection) if units is not None else None
         state_keys = layout.state_keys() if layout is not None else None
         hidden = self.decode(decoder_input_ids, unit_embeds, encoder_hidden_states, attention_mask, state_keys=state_keys)
-        logits = self.lm_logits(hidden)
+        logits = hidden[..., :0] if self.lm_head_off else self.lm_logits(hidden)
 
         out = EricOutput(logits=logits, decoder_last_hidden_state=hidden)
-        if labels is not None:
+        if labels is not None and not self.lm_head_off:
             out.lm_loss = losses.language_model_loss(logits, labels)
         if units is not None:
             self._unit_objectives(out, layout, units, entity_ids, self.planner_inputs(hidden))
-        if labels is not None:
+        if out.lm_loss is not None:
             out.loss = out.lm_loss
             if out.entity_loss is not None:
                 out.loss = out.loss + config.lambda_entity * out.entity_loss

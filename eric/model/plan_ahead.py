@@ -397,7 +397,7 @@ class PlanAheadForConditionalGeneration(EricForConditionalGeneration):
                               decoder_input_ids=decoder_input_ids, encoder_hidden_states=encoder_hidden_states,
                               **kwargs)
         out = PlanAheadOutput(**out, plan_logits=self.plan_logits(encoder_hidden_states, attention_mask))
-        if out.logits.shape[-1] == 0:  # LM head skipped (coherence scoring reads row_logits later)
+        if self.lm_head_off:  # coherence scoring, the probes: row_logits reads the mixture later
             return out
         hidden = out.decoder_last_hidden_state
         gate_logits = self.plan_gate(hidden)

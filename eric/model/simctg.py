@@ -82,7 +82,7 @@ class SimCTGForConditionalGeneration(EricForConditionalGeneration):
 
     def forward(self, input_ids=None, attention_mask=None, labels=None, **kwargs) -> SimCTGOutput:
         out = SimCTGOutput(**super().forward(input_ids, attention_mask, labels, **kwargs))
-        if labels is None:
+        if out.loss is None:  # no labels, or the LM head skipped (`without_lm_head`)
             return out
         out.token_contrastive_loss = token_contrastive_loss(
             out.decoder_last_hidden_state, labels != IGNORE, self.config.margin
