@@ -433,31 +433,20 @@ def scene_blind(seed: int = 42, stories: int = 200) -> str:
     profile's seed, the generator's cast and length) each checked against the next story's
     scene, beside their own (eric/evaluate/world_lines.py `scene_blind_rates`); its state
     violations at the world's event mix, as the grid's arms are read (the evaluate stage's mix)."""
+    from eric.config import load_params
     from eric.evaluate.world_lines import scene_blind_rates
+    from eric.evaluate.world_mix import world_mix
 
     cast, events = (3, 8), 15  # the generator's, as the world profile draws its stories
-    found, mixed = scene_blind_rates(seed, stories, cast, events), _scene_blind_at_world_mix(seed, stories, cast, events)
+    mix = world_mix(seed, load_params(PROJECT_ROOT / "params.yaml").evaluate.world.mix_stories, cast, events)
+    found = scene_blind_rates(seed, stories, cast, events, mix)
     rows = [[label, fmt(found[key]["grounding_rate"]), fmt(found[key]["grounded_share"], pct=True),
-             fmt(found[key]["grounded_state_violation_rate"]), fmt(mixed[key]["state_violation_rate_at_world_mix"]),
-             fmt(mixed[key]["event_mix_distance"])]
+             fmt(found[key]["grounded_state_violation_rate"]), fmt(found[key]["state_violation_rate_at_world_mix"]),
+             fmt(found[key]["event_mix_distance"])]
             for key, label in (("next", f"{stories} stories of the world, each read against the next story's scene"),
                                ("own", "the same stories, each against its own scene"))]
     return markdown_table(["texts", "grounding viol. / parsed unit", "grounded % of parsed", "state viol. / grounded unit",
                            "at the world's event mix", "event-mix distance"], rows)
-
-
-def _scene_blind_at_world_mix(seed: int, stories: int, cast: tuple[int, int], events: int) -> dict[str, dict]:
-    """world_mix.standardized of the scene-blind line's two readings (the same stories and
-    scenes as scene_blind_rates), at the mix the evaluate stage uses (params.yaml)."""
-    from eric.config import load_params
-    from eric.evaluate.world_mix import kind_columns, standardized, world_mix
-    from eric.world.checker import check_story
-    from eric.world.generate import generate_stories
-
-    mix = world_mix(seed, load_params(PROJECT_ROOT / "params.yaml").evaluate.world.mix_stories, cast, events)
-    drawn = list(generate_stories(seed, stories, cast, events))
-    return {name: standardized(kind_columns([check_story(o.scene, s.units) for s, o in zip(drawn, scenes)]), mix)
-            for name, scenes in (("next", drawn[1:] + drawn[:1]), ("own", drawn))}
 
 
 def family_rates(by_rule: dict[str, int], parsed: int) -> dict[str, float | None]:
