@@ -117,6 +117,22 @@ def _changed_settings(recorded: dict[str, Any], params: dict) -> list[str]:
             for k in sorted(set(old) | set(new)) if old.get(k, MISSING) != new.get(k, MISSING)]
 
 
+def _own_stages(lock: dict, variants) -> dict:
+    """The kept lock's stages less the per-variant ones (`<stage>@<variant>`) of variants the
+    configuration does not train (carried from the project's dvc.lock it was checked out with)."""
+    variants = set(variants or [])
+    return {name: stage for name, stage in (lock.get("stages") or {}).items()
+            if "@" not in name or not variants or name.split("@", 1)[1] in variants}
+
+
+def kept_inputs(folder: Path, variants: list[str]) -> dict[str, str]:
+    """{path: md5} of the primary inputs (code, corpus) a kept configuration's own stages read,
+    as its dvc.lock records them ({} without one): two configurations ran at one code where
+    every path both read has one md5."""
+    lock = folder / "dvc.lock"
+    return _inputs(_own_stages(_load(lock) or {}, variants)) if lock.is_file() else {}
+
+
 def drift(lock: dict, params: dict, root: Path, current_lock: dict | None = None) -> Drift:
     """Compare a kept dvc.lock with the workspace under `root` and the intended `params`.
     A folder input (a package of eric/) is hashed as the workspace holds it; one the workspace
@@ -124,9 +140,7 @@ def drift(lock: dict, params: dict, root: Path, current_lock: dict | None = None
     Per-variant stages (`<stage>@<variant>`) of variants the configuration does not train are
     left out: the kept lock carries them from the project's dvc.lock the run was checked out
     with, not from this run."""
-    variants = set(params.get("variants") or [])
-    stages = {name: stage for name, stage in (lock.get("stages") or {}).items()
-              if "@" not in name or not variants or name.split("@", 1)[1] in variants}
+    stages = _own_stages(lock, params.get("variants"))
     recorded_now = {d["path"]: d.get("md5") for s in ((current_lock or {}).get("stages") or {}).values()
                     for d in s.get("deps", [])}
     files = []

@@ -20,7 +20,7 @@ from eric.evaluate.intervals import fmt_value as fmt
 from eric.evaluate.report import markdown_table
 from eric.world import world as rules
 from studies.bounded import rate_interval, share_interval
-from studies.currency import older, study_drift
+from studies.currency import kept_inputs, older, study_drift
 from studies.spec import StudySpec, load_study
 from studies.state_predictor_page import coherence_value, get_in, lcl_over_seeds, minus, over_seeds, probe_value
 from studies.state_predictor_page import runs as trained_runs
@@ -63,9 +63,9 @@ def study() -> StudySpec:
     return load_study(PROJECT_ROOT / "studies" / "entityworld")
 
 
-# grids whose tables show only the configurations measured at this code: their arms are
-# paired seed by seed, and a difference of two codes' measures says nothing about the arms.
-# The fluency grid's runs (the budget's record) stay, marked by `older_note`.
+# grids whose tables show only configurations measured at one code: their arms are paired seed
+# by seed, and a difference of two codes' measures says nothing about the arms. The fluency
+# grid's runs (the budget's record) stay whatever their code, marked by `older_note`.
 CURRENT_ONLY = ("world",)
 
 
@@ -84,13 +84,43 @@ def _late_in_study(grid: str) -> tuple[str, ...]:
 
 
 def _late(grid: str, spec: StudySpec) -> list[str]:
-    return [name for name in spec.configurations
-            if name.startswith(f"{grid}-") and spec.is_done(name) and older(study_drift(spec, name, PROJECT_ROOT))]
+    return [name for name in _kept(grid, spec) if older(study_drift(spec, name, PROJECT_ROOT))]
+
+
+def _kept(grid: str, spec: StudySpec) -> list[str]:
+    return [name for name in spec.configurations if name.startswith(f"{grid}-") and spec.is_done(name)]
+
+
+def one_older_code(grid: str, spec: StudySpec) -> bool:
+    """Every kept configuration of the grid ran at older code, all at the same one (every input
+    two of them read has one md5 in their dvc.locks): measured alike, still paired seed by seed."""
+    kept = _kept(grid, spec)
+    if not kept or set(late(grid, spec)) != set(kept):
+        return False
+    md5s: dict[str, set[str]] = {}
+    for name in kept:
+        for path, md5 in kept_inputs(spec.outputs / name, spec.configurations[name].variants).items():
+            md5s.setdefault(path, set()).add(md5)
+    return all(len(found) == 1 for found in md5s.values())
+
+
+def hides_older(grid: str, spec: StudySpec) -> bool:
+    """Whether the grid's tables leave out what ran at older code: a CURRENT_ONLY grid does,
+    unless all of it ran at one older code (then it is shown as that code measured it)."""
+    if grid not in CURRENT_ONLY:
+        return False
+    return not (_one_older_code_in_study(grid) if spec is study() else one_older_code(grid, spec))
+
+
+@lru_cache(maxsize=None)
+def _one_older_code_in_study(grid: str) -> bool:
+    """`one_older_code` of the study itself, once per process (it reads every kept dvc.lock)."""
+    return one_older_code(grid, study())
 
 
 def shown(grid: str, spec: StudySpec) -> Callable[[str], bool]:
-    """Whether a configuration's rows are in the grid's tables (CURRENT_ONLY)."""
-    hidden = set(late(grid, spec)) if grid in CURRENT_ONLY else set()
+    """Whether a configuration's rows are in the grid's tables (`hides_older`)."""
+    hidden = set(late(grid, spec)) if hides_older(grid, spec) else set()
     return lambda name: spec.is_done(name) and name not in hidden
 
 
@@ -475,15 +505,18 @@ def rules_table(grid: str = "world", spec: StudySpec | None = None) -> str:
 
 def older_note(grid: str = "world", spec: StudySpec | None = None) -> str:
     """A line under a table of the grid naming its kept configurations that ran at older code:
-    left out of the table (CURRENT_ONLY) or shown as that code measured them, until `--stale`
+    left out of the table or shown as that code measured them (`hides_older`), until `--stale`
     reruns them."""
     spec = spec or study()
     names = late(grid, spec)
     if not names:
         return ""
-    how = "not in the table until rerun" if grid in CURRENT_ONLY else "shown as that code measured them"
-    return (f"\n\n_Ran at older code, {how}: {', '.join(names)} "
-            f"({spec.folder.relative_to(PROJECT_ROOT)}/results.md: what changed)._")
+    hidden, changes = hides_older(grid, spec), f"{spec.folder.relative_to(PROJECT_ROOT)}/results.md: what changed"
+    if grid in CURRENT_ONLY and not hidden:
+        return (f"\n\n_All {len(names)} configurations of this grid ran at one older code, shown as that code "
+                f"measured them (still paired seed by seed; {changes})._")
+    how = "not in the table until rerun" if hidden else "shown as that code measured them"
+    return f"\n\n_Ran at older code, {how}: {', '.join(names)} ({changes})._"
 
 
 def _current(table: Callable[[], str], grid: str = "world") -> Callable[[], str]:

@@ -232,3 +232,27 @@ def test_the_world_tables_leave_out_configurations_that_ran_at_older_code(spec, 
     # the fluency grid's runs stay, marked as what the older code measured
     assert "shown as that code measured them: fluency-bart-seed1" in page.older_note("fluency", spec=spec)
     assert _line(page.fluency_curve(spec=spec), "BART")
+
+
+def test_a_grid_all_at_one_older_code_stays_and_one_at_two_codes_is_left_out(spec, monkeypatch):
+    """After a code change the whole grid ran at one older code: its arms were still measured
+    alike, so its tables stay (marked); once its kept runs read two codes, the older ones go."""
+    monkeypatch.setattr(page, "study_drift", lambda spec, name, root: object())  # every run is late
+    monkeypatch.setattr(page, "older", lambda drift: drift is not None)
+    monkeypatch.setattr(page, "PROJECT_ROOT", spec.folder.parent)
+    world = [name for name in spec.configurations if name.startswith("world-") and spec.is_done(name)]
+
+    def ran_at(name: str, md5: str) -> None:
+        stage = {"deps": [{"path": "eric/evaluate", "md5": md5}, {"path": "eric/world", "md5": "w.dir"}]}
+        (spec.outputs / name / "dvc.lock").write_text(yaml.safe_dump({"stages": {"evaluate": stage}}))
+
+    for name in world:
+        ran_at(name, "a.dir")
+    assert page.one_older_code("world", spec)
+    note = page.older_note(spec=spec)
+    assert f"All {len(world)} configurations of this grid ran at one older code" in note and "seed1" not in note
+    assert "fewer than two seeds" not in _line(page.grounded_pairs(spec=spec), "ERIC − BART")
+    ran_at(world[0], "b.dir")  # one run read another eric/evaluate
+    assert not page.one_older_code("world", spec)
+    assert "not in the table until rerun" in page.older_note(spec=spec)
+    assert page.grounded_pairs(spec=spec) == page.NONE_YET
