@@ -436,8 +436,10 @@ def writer_table(grid: str = "fluency", spec: StudySpec | None = None) -> str:
     writer named the placeholders. Per unit, the final parse rate and the units whose names all
     map back to the cast (`mapped`); per mention the writer generated, those that are a cast
     member's name and those that name the placeholder's own character (eric/evaluate/
-    world_checks.py `mention_counts`; blank: a run from before it). The issue's line: at least
-    90% of mentions are cast names."""
+    world_checks.py `mention_counts`; blank: a run from before it), with the writer's steps, its
+    last validation loss and how many mentions it generated, and the final texts' state violations
+    per grounded unit (beside the placeholder texts' in `fluency_rules`). The issue's line: at least 90% of
+    mentions are cast names."""
     spec, rows = spec or study(), []
     for arm, seeds in runs(grid, spec).items():
         for seed, world in seeds.items():
@@ -445,17 +447,60 @@ def writer_table(grid: str = "fluency", spec: StudySpec | None = None) -> str:
                 continue  # one-stage: no placeholder for a writer to name
             name = f"{grid}-{arm}-seed{seed}"
             code = _code(spec, name)
-            steps = spec.metrics(name).get("metrics/train/mentions.json", {}).get("steps")
+            writer = spec.metrics(name).get("metrics/train/mentions.json", {})
             cast = rate(world, "cast_mention_rate", "final")
-            rows.append([NAMES.get(arm, arm), str(seed), code, str(steps or "–"),
+            rows.append([NAMES.get(arm, arm), str(seed), code, str(writer.get("steps") or "–"),
+                         fmt(writer.get("final_val_loss")), str(rate(world, "mentions", "final") or "–"),
                          fmt(rate(world, "parse_rate", "final"), pct=True), fmt(rate(world, "mapped_rate", "final"), pct=True),
                          fmt(cast, pct=True), fmt(rate(world, "own_mention_rate", "final"), pct=True),
+                         fmt(rate(world, "grounded_state_violation_rate", "final")),
                          "–" if cast is None else "yes" if cast >= 0.90 else "no"])
     if not rows:
         return NONE_YET
-    return markdown_table(["arm", "seed", "code", "writer steps", "final parse %", "units mapped to the cast %",
+    return markdown_table(["arm", "seed", "code", "writer steps", "writer val loss", "mentions", "final parse %", "units mapped to the cast %",
                            "mentions that are cast names %", "mentions naming their own character %",
-                           "meets >= 90%"], rows)
+                           "final state viol. / grounded unit", "meets >= 90%"], rows)
+
+
+def _commonest_state_rule(by_rule: dict[str, int]) -> str:
+    """The state rule broken most often and its share of the state violations."""
+    counts = {rule: n for rule, n in by_rule.items() if rule in rules.STATE_RULES and n}
+    if not counts:
+        return "–"
+    rule = max(counts, key=counts.get)
+    return f"{rule} ({fmt(counts[rule] / sum(counts.values()), pct=True)}%)"
+
+
+def _snapshot_range(curve: dict, field: str) -> str:
+    """min–max of one curve column over a run's snapshots; a dash without any."""
+    values = [v for v in curve.get(field, []) if v is not None]
+    return f"{fmt(min(values))}–{fmt(max(values))}" if values else "–"
+
+
+def fluency_rules(grid: str = "fluency", spec: StudySpec | None = None) -> str:
+    """What each two-stage run of the fluency grid gets wrong, from its final evaluation's
+    placeholder texts (the checker's counts by rule): the grounding violations and how many are
+    one character in both roles (`same_character`) or a name the scene lacks; the state
+    violations per grounded unit, their range over the run's snapshots and the rule broken most."""
+    spec, rows = spec or study(), []
+    outside = RULE_FAMILIES["names outside the scene"]
+    for arm, seeds in runs(grid, spec).items():
+        for seed, world in seeds.items():
+            by_rule, parsed = rate(world, "by_rule") or {}, rate(world, "parsed") or 0
+            if not rate(world, "named", "final") or not parsed:
+                continue  # one-stage: its grounding is its spelling of names (fluency_curve)
+            same = by_rule.get(rules.SAME_CHARACTER, 0)
+            rows.append([NAMES.get(arm, arm), str(seed), _code(spec, f"{grid}-{arm}-seed{seed}"), str(parsed),
+                         fmt(rate(world, "grounding_rate")), str(rate(world, "grounding_violations")),
+                         f"{same} ({fmt(same / parsed)})", str(sum(by_rule.get(r, 0) for r in outside)),
+                         fmt(rate(world, "grounded_share"), pct=True), fmt(rate(world, "grounded_state_violation_rate")),
+                         _snapshot_range(world.get("curve") or {}, "grounded_state_violation_rate"),
+                         _commonest_state_rule(by_rule)])
+    if not rows:
+        return NONE_YET
+    return markdown_table(["arm", "seed", "code", "parsed units", "grounding viol. / parsed unit", "grounding viol.",
+                           "same_character (per parsed unit)", "names outside the scene", "grounded % of parsed",
+                           "state viol. / grounded unit", "over the snapshots", "commonest state rule"], rows)
 
 
 def scene_blind(seed: int = 42, stories: int = 200) -> str:
@@ -529,6 +574,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "entityworld-fluency": _current(fluency_table),
     "entityworld-fluency-curve": _current(fluency_curve, "fluency"),
     "entityworld-writer": _current(writer_table, "fluency"),
+    "entityworld-fluency-rules": _current(fluency_rules, "fluency"),
     "entityworld-curve": _current(grid_curve),
     "entityworld-final": _current(final_table),
     "entityworld-states": _current(states_table),

@@ -160,15 +160,34 @@ def test_the_writer_table_reads_the_two_stage_runs_final_texts_per_unit_and_per_
     _keep(tmp_path, "fluency-bart-seed1", "bart", {"world": {"final": {"parse_rate": 0.9, "named": 0}}})
     _keep(tmp_path, "fluency-bart_two_stage-seed1", "bart", {"world": {"final": final}})  # from before mention_counts
     _keep(tmp_path, "fluency-bart_two_stage_novels-seed1", "bart",
-          {"world": {"final": {**final, "cast_mention_rate": 0.602, "own_mention_rate": 0.402}}})
+          {"world": {"final": {**final, "cast_mention_rate": 0.602, "own_mention_rate": 0.402, "mentions": 2159,
+                               "grounded_state_violation_rate": 0.83}}})
     (tmp_path / "outputs" / "fluency-bart_two_stage_novels-seed1" / "metrics" / "train").mkdir()
     (tmp_path / "outputs" / "fluency-bart_two_stage_novels-seed1" / "metrics" / "train" / "mentions.json").write_text(
-        json.dumps({"steps": 500}))
+        json.dumps({"steps": 500, "final_val_loss": 0.875}))
     table = page.writer_table(spec=load_study(tmp_path))
     assert "| BART |" not in table  # one-stage: no writer
-    assert _line(table, "BART (two-stage)") == "| BART (two-stage) | 1 | – | – | 41.0 | 44.6 | – | – | – |"
+    assert _line(table, "BART (two-stage)") == "| BART (two-stage) | 1 | – | – | – | – | 41.0 | 44.6 | – | – | – | – |"
     assert _line(table, "BART (two-stage) from novels") == (
-        "| BART (two-stage) from novels | 1 | – | 500 | 41.0 | 44.6 | 60.2 | 40.2 | no |")
+        "| BART (two-stage) from novels | 1 | – | 500 | 0.875 | 2159 | 41.0 | 44.6 | 60.2 | 40.2 | 0.830 | no |")
+
+
+def test_the_fluency_rules_count_what_each_two_stage_run_gets_wrong(tmp_path):
+    arms = {"bart": {"variants": ["bart"]}, "bart_two_stage_novels": {"variants": ["bart"]}}
+    (tmp_path / "study.yaml").write_text(yaml.safe_dump({"title": "t", "grids": {"fluency": {"seeds": [1], "arms": arms}}}))
+    stage = {"parsed": 200, "grounding_rate": 0.125, "grounding_violations": 25, "grounded_share": 0.9,
+             "grounded_state_violation_rate": 0.8,
+             "by_rule": {"same_character": 20, "unknown_item": 3, "unknown_place": 2, "not_together": 30,
+                         "already_there": 90, "dead_character": 0}}
+    curve = {"step": [250, 500], "grounded_state_violation_rate": [0.91, 0.78]}
+    _keep(tmp_path, "fluency-bart-seed1", "bart", {"world": {"stage_one": stage, "final": {"named": 0}}})
+    _keep(tmp_path, "fluency-bart_two_stage_novels-seed1", "bart",
+          {"world": {"stage_one": stage, "final": {"named": 1400}, "curve": curve}})
+    table = page.fluency_rules(spec=load_study(tmp_path))
+    assert "| BART |" not in table  # one-stage: its grounding is its spelling of names
+    assert _line(table, "BART (two-stage) from novels") == (
+        "| BART (two-stage) from novels | 1 | – | 200 | 0.125 | 25 | 20 (0.100) | 5 | 90.0 | 0.800 | 0.780–0.910 "
+        "| already_there (75.0%) |")
 
 
 def _states_run(root, name: str, variant: str, batch: float, entity: float, event_gain: float, coherence: tuple,
