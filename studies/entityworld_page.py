@@ -462,6 +462,45 @@ def writer_table(grid: str = "fluency", spec: StudySpec | None = None) -> str:
                            "final state viol. / grounded unit", "meets >= 90%"], rows)
 
 
+def _minutes(runs: list[dict]) -> str:
+    """Mean minutes of training metrics' `train_seconds` and their range, e.g. '58 (47–79)'."""
+    if not runs:
+        return "–"
+    seconds = [run["train_seconds"] for run in runs]
+    low, high, mean = (round(s / 60) for s in (min(seconds), max(seconds), sum(seconds) / len(seconds)))
+    return f"{mean} ({low}–{high})" if low != high else str(mean)
+
+
+def cost_table(grids: tuple[str, ...] = ("world", "fluency"), spec: StudySpec | None = None) -> str:
+    """What the kept runs cost on the host that made them: per arm, the wall minutes of its
+    stage-one trainings and of the mention writers trained for it (the training metrics'
+    `train_seconds`; two configurations ran at once, so a minute is one of two cores). A run
+    another arm already counted (the same MLflow run: DVC's run cache gave it, as the bounds take
+    ERIC's model and the arms of a seed share one writer) is not counted again."""
+    spec, rows = spec or study(), []
+    for grid in grids:
+        keep, counted = shown(grid, spec), set()
+        for arm, declared in spec.grids[grid].arms.items():
+            stage, writer = [], []
+            for seed in declared.seeds or spec.grids[grid].seeds:
+                if not keep(name := f"{grid}-{arm}-seed{seed}"):
+                    continue
+                found = spec.metrics(name)
+                for path, into in ((f"metrics/train/{declared.variants[0]}.json", stage),
+                                   ("metrics/train/mentions.json", writer)):
+                    run = found.get(path) or {}
+                    if run.get("train_seconds") and run.get("mlflow_run_id") not in counted:
+                        counted.add(run.get("mlflow_run_id"))
+                        into.append(run)
+            if stage or writer:
+                rows.append([grid, NAMES.get(arm, arm), ", ".join(sorted({str(run["steps"]) for run in stage})) or "–",
+                             str(len(stage)), _minutes(stage), str(len(writer)), _minutes(writer)])
+    if not rows:
+        return NONE_YET
+    return markdown_table(["grid", "arm", "stage-one steps", "stage-one trainings", "minutes each (range)",
+                           "writers trained", "minutes each (range)"], rows)
+
+
 def _commonest_state_rule(by_rule: dict[str, int]) -> str:
     """The state rule broken most often and its share of the state violations."""
     counts = {rule: n for rule, n in by_rule.items() if rule in rules.STATE_RULES and n}
@@ -575,6 +614,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "entityworld-fluency-curve": _current(fluency_curve, "fluency"),
     "entityworld-writer": _current(writer_table, "fluency"),
     "entityworld-fluency-rules": _current(fluency_rules, "fluency"),
+    "entityworld-cost": cost_table,
     "entityworld-curve": _current(grid_curve),
     "entityworld-final": _current(final_table),
     "entityworld-states": _current(states_table),

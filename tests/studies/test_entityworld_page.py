@@ -275,3 +275,23 @@ def test_a_grid_all_at_one_older_code_stays_and_one_at_two_codes_is_left_out(spe
     assert not page.one_older_code("world", spec)
     assert "not in the table until rerun" in page.older_note(spec=spec)
     assert page.grounded_pairs(spec=spec) == page.NONE_YET
+
+
+def test_the_cost_table_counts_each_training_once_however_many_arms_took_it_from_the_run_cache(tmp_path):
+    arms = {"eric": {"variants": ["eric"]}, "eric_random_states": {"variants": ["eric"]}, "bart": {"variants": ["bart"]}}
+    (tmp_path / "study.yaml").write_text(yaml.safe_dump({"title": "t", "grids": {"world": {"seeds": [1, 2], "arms": arms}}},
+                                                        sort_keys=False))  # the arms' order: who counts a run first
+    for seed in (1, 2):
+        writer = {"train_seconds": 600.0 * seed, "steps": 2000, "mlflow_run_id": f"w{seed}"}
+        eric = {"train_seconds": 3000.0 + 600 * seed, "steps": 1500, "mlflow_run_id": f"e{seed}"}
+        for arm, variant, stage in (("eric", "eric", eric), ("eric_random_states", "eric", eric),
+                                    ("bart", "bart", {"train_seconds": 1200.0, "steps": 1500, "mlflow_run_id": f"b{seed}"})):
+            _keep(tmp_path, f"world-{arm}-seed{seed}", variant, {"world": {}})
+            train = tmp_path / "outputs" / f"world-{arm}-seed{seed}" / "metrics" / "train"
+            train.mkdir()
+            (train / f"{variant}.json").write_text(json.dumps(stage))
+            (train / "mentions.json").write_text(json.dumps(writer))
+    table = page.cost_table(("world",), spec=load_study(tmp_path))
+    assert _line(table, "world") == "| world | ERIC | 1500 | 2 | 65 (60–70) | 2 | 15 (10–20) |"
+    assert "ERIC, random states" not in table  # ERIC's training and the seed's writer: counted once
+    assert table.splitlines()[-1] == "| world | BART | 1500 | 2 | 20 | 0 | – |"
