@@ -36,7 +36,8 @@ NAMES = {"eric": "ERIC", "eric_paper": "ERIC (paper recipe)", "eric_no_state_att
          "bart_two_stage_novels_w2000": "BART (two-stage) from novels, writer 2,000 steps",
          "bart_two_stage_novels_4500": "BART (two-stage) from novels, 4,500 steps",
          "bart_two_stage_novels_lr1e3": "BART (two-stage) from novels, lr 1e-3",
-         "bart_two_stage_novels_4500_lr1e3": "BART (two-stage) from novels, 4,500 steps, lr 1e-3"}
+         "bart_two_stage_novels_4500_lr1e3": "BART (two-stage) from novels, 4,500 steps, lr 1e-3",
+         "bart_two_stage_novels_d0": "BART (two-stage) from novels, dropout 0"}
 # A - B of state violations per grounded unit: below zero, A breaks fewer state rules. The
 # paper recipe's two pairs ask the issue's questions of the paper's own ERIC as well.
 PAIRS = (("eric", "bart"), ("eric", "eric_no_state"), ("eric_no_state", "bart"), ("eric", "eric_paper"),
