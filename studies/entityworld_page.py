@@ -442,25 +442,30 @@ def writer_table(grid: str = "fluency", spec: StudySpec | None = None) -> str:
     per grounded unit (beside the placeholder texts' in `fluency_rules`). The issue's line: at least 90% of
     mentions are cast names."""
     spec, rows = spec or study(), []
-    for arm, seeds in runs(grid, spec).items():
-        for seed, world in seeds.items():
-            if not rate(world, "named", "final"):
-                continue  # one-stage: no placeholder for a writer to name
-            name = f"{grid}-{arm}-seed{seed}"
-            code = _code(spec, name)
-            writer = spec.metrics(name).get("metrics/train/mentions.json", {})
-            cast = rate(world, "cast_mention_rate", "final")
-            rows.append([NAMES.get(arm, arm), str(seed), code, str(writer.get("steps") or "–"),
-                         fmt(writer.get("final_val_loss")), str(rate(world, "mentions", "final") or "–"),
-                         fmt(rate(world, "parse_rate", "final"), pct=True), fmt(rate(world, "mapped_rate", "final"), pct=True),
-                         fmt(cast, pct=True), fmt(rate(world, "own_mention_rate", "final"), pct=True),
-                         fmt(rate(world, "grounded_state_violation_rate", "final")),
-                         "–" if cast is None else "yes" if cast >= 0.90 else "no"])
+    for arm, seed, name, world in _two_stage_runs(grid, spec):
+        writer = spec.metrics(name).get("metrics/train/mentions.json", {})
+        cast = rate(world, "cast_mention_rate", "final")
+        rows.append([NAMES.get(arm, arm), str(seed), _code(spec, name), str(writer.get("steps") or "–"),
+                     fmt(writer.get("final_val_loss")), str(rate(world, "mentions", "final") or "–"),
+                     fmt(rate(world, "parse_rate", "final"), pct=True), fmt(rate(world, "mapped_rate", "final"), pct=True),
+                     fmt(cast, pct=True), fmt(rate(world, "own_mention_rate", "final"), pct=True),
+                     fmt(rate(world, "grounded_state_violation_rate", "final")),
+                     "–" if cast is None else "yes" if cast >= 0.90 else "no"])
     if not rows:
         return NONE_YET
-    return markdown_table(["arm", "seed", "code", "writer steps", "writer val loss", "mentions", "final parse %", "units mapped to the cast %",
-                           "mentions that are cast names %", "mentions naming their own character %",
-                           "final state viol. / grounded unit", "meets >= 90%"], rows)
+    return markdown_table(["arm", "seed", "code", "writer steps", "writer val loss", "mentions", "final parse %",
+                           "units mapped to the cast %", "mentions that are cast names %",
+                           "mentions naming their own character %", "final state viol. / grounded unit",
+                           "meets >= 90%"], rows)
+
+
+def _two_stage_runs(grid: str, spec: StudySpec):
+    """(arm, seed, configuration, world) of the grid's kept runs whose final texts a mention
+    writer named; a one-stage run writes the names itself and is left out."""
+    for arm, seeds in runs(grid, spec).items():
+        for seed, world in seeds.items():
+            if rate(world, "named", "final"):
+                yield arm, seed, f"{grid}-{arm}-seed{seed}", world
 
 
 def _minutes(runs: list[dict]) -> str:
@@ -523,19 +528,18 @@ def fluency_rules(grid: str = "fluency", spec: StudySpec | None = None) -> str:
     one character in both roles (`same_character`) or a name the scene lacks; the state
     violations per grounded unit, their range over the run's snapshots and the rule broken most."""
     spec, rows = spec or study(), []
-    outside = RULE_FAMILIES["names outside the scene"]
-    for arm, seeds in runs(grid, spec).items():
-        for seed, world in seeds.items():
-            by_rule, parsed = rate(world, "by_rule") or {}, rate(world, "parsed") or 0
-            if not rate(world, "named", "final") or not parsed:
-                continue  # one-stage: its grounding is its spelling of names (fluency_curve)
-            same = by_rule.get(rules.SAME_CHARACTER, 0)
-            rows.append([NAMES.get(arm, arm), str(seed), _code(spec, f"{grid}-{arm}-seed{seed}"), str(parsed),
-                         fmt(rate(world, "grounding_rate")), str(rate(world, "grounding_violations")),
-                         f"{same} ({fmt(same / parsed)})", str(sum(by_rule.get(r, 0) for r in outside)),
-                         fmt(rate(world, "grounded_share"), pct=True), fmt(rate(world, "grounded_state_violation_rate")),
-                         _snapshot_range(world.get("curve") or {}, "grounded_state_violation_rate"),
-                         _commonest_state_rule(by_rule)])
+    for arm, seed, name, world in _two_stage_runs(grid, spec):
+        by_rule, parsed = rate(world, "by_rule") or {}, rate(world, "parsed") or 0
+        if not parsed:
+            continue
+        families = family_counts(by_rule)
+        same = families["one character in both roles"]
+        rows.append([NAMES.get(arm, arm), str(seed), _code(spec, name), str(parsed),
+                     fmt(rate(world, "grounding_rate")), str(rate(world, "grounding_violations")),
+                     f"{same} ({fmt(same / parsed)})", str(families["names outside the scene"]),
+                     fmt(rate(world, "grounded_share"), pct=True), fmt(rate(world, "grounded_state_violation_rate")),
+                     _snapshot_range(world.get("curve") or {}, "grounded_state_violation_rate"),
+                     _commonest_state_rule(by_rule)])
     if not rows:
         return NONE_YET
     return markdown_table(["arm", "seed", "code", "parsed units", "grounding viol. / parsed unit", "grounding viol.",
@@ -564,10 +568,14 @@ def scene_blind(seed: int = 42, stories: int = 200) -> str:
                            "at the world's event mix", "event-mix distance"], rows)
 
 
+def family_counts(by_rule: dict[str, int]) -> dict[str, int]:
+    """Violations of each RULE_FAMILIES family, from the checker's counts by rule."""
+    return {family: sum(by_rule.get(r, 0) for r in members) for family, members in RULE_FAMILIES.items()}
+
+
 def family_rates(by_rule: dict[str, int], parsed: int) -> dict[str, float | None]:
-    """Violations per parsed unit of each RULE_FAMILIES family, from the checker's counts by rule."""
-    return {family: sum(by_rule.get(r, 0) for r in members) / parsed if parsed else None
-            for family, members in RULE_FAMILIES.items()}
+    """Violations per parsed unit of each RULE_FAMILIES family."""
+    return {family: count / parsed if parsed else None for family, count in family_counts(by_rule).items()}
 
 
 def rules_table(grid: str = "world", spec: StudySpec | None = None) -> str:
