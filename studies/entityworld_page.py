@@ -11,6 +11,7 @@ the world and the test inputs stay).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from functools import lru_cache
 
@@ -481,8 +482,8 @@ def cost_table(grids: tuple[str, ...] = ("world", "fluency"), spec: StudySpec | 
     """What the kept runs cost on the host that made them: per arm, the wall minutes of its
     stage-one trainings and of the mention writers trained for it (the training metrics'
     `train_seconds`; two configurations ran at once, so a minute is one of two cores). A run
-    another arm already counted (the same MLflow run: DVC's run cache gave it, as the bounds take
-    ERIC's model and the arms of a seed share one writer) is not counted again."""
+    another arm already counted (DVC's run cache gave it: the bounds take ERIC's model, the arms
+    of a seed share one writer, and its metrics file comes along whole) is not counted again."""
     spec, rows = spec or study(), []
     for grid in grids:
         keep, counted = shown(grid, spec), set()
@@ -495,8 +496,9 @@ def cost_table(grids: tuple[str, ...] = ("world", "fluency"), spec: StudySpec | 
                 for path, into in ((f"metrics/train/{declared.variants[0]}.json", stage),
                                    ("metrics/train/mentions.json", writer)):
                     run = found.get(path) or {}
-                    if run.get("train_seconds") and run.get("mlflow_run_id") not in counted:
-                        counted.add(run.get("mlflow_run_id"))
+                    key = json.dumps(run, sort_keys=True)  # one run, whatever arm kept it (MLflow may be off)
+                    if run.get("train_seconds") and key not in counted:
+                        counted.add(key)
                         into.append(run)
             if stage or writer:
                 rows.append([grid, NAMES.get(arm, arm), ", ".join(sorted({str(run["steps"]) for run in stage})) or "–",

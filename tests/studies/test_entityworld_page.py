@@ -295,3 +295,15 @@ def test_the_cost_table_counts_each_training_once_however_many_arms_took_it_from
     assert _line(table, "world") == "| world | ERIC | 1500 | 2 | 65 (60–70) | 2 | 15 (10–20) |"
     assert "ERIC, random states" not in table  # ERIC's training and the seed's writer: counted once
     assert table.splitlines()[-1] == "| world | BART | 1500 | 2 | 20 | 0 | – |"
+
+
+def test_the_cost_table_tells_runs_apart_without_mlflow_ids(tmp_path):
+    (tmp_path / "study.yaml").write_text(yaml.safe_dump({"title": "t", "grids": {"world": {
+        "seeds": [1, 2], "arms": {"bart": {"variants": ["bart"]}}}}}))
+    for seed in (1, 2):
+        _keep(tmp_path, f"world-bart-seed{seed}", "bart", {"world": {}})
+        train = tmp_path / "outputs" / f"world-bart-seed{seed}" / "metrics" / "train"
+        train.mkdir()
+        (train / "bart.json").write_text(json.dumps({"train_seconds": 600.0 * seed, "steps": 1500, "mlflow_run_id": None}))
+    table = page.cost_table(("world",), spec=load_study(tmp_path))
+    assert _line(table, "world") == "| world | BART | 1500 | 2 | 15 (10–20) | 0 | – |"
